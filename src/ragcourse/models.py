@@ -46,6 +46,15 @@ def _offline_unless_allowed() -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # Weight-loading bars go to stderr and would make stored notebook outputs wobble.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except ImportError:  # transformers comes with sentence-transformers; absent only in odd installs
+        pass
 
 
 def _set_threads() -> None:

@@ -1,0 +1,183 @@
+"""BM25 (Okapi weighting, Lucene-style idf) over a sparse term-by-chunk matrix (chapter 4).
+
+What it implements: the chapter's BM25, term for term. Tokens are the lowercase ``[a-z0-9]+`` runs
+of a text; with ``N`` texts, ``n`` of them containing term ``t``, ``f`` its count in text ``d``,
+``|d|`` the token count of ``d`` and ``avgdl`` the mean token count,
+
+    idf(t)      = ln(1 + (N - n + 0.5) / (n + 0.5))
+    score(q, d) = sum over query tokens t (repeats counted) of
+                  idf(t) * f * (k1 + 1) / (f + k1 * (1 - b + b * |d| / avgdl))
+
+with k1 = 1.2 and b = 0.75 by default (Robertson & Zaragoza, "The Probabilistic Relevance
+Framework: BM25 and Beyond", 2009). Every (term, text) contribution is computed once, at build
+time, into a ``scipy.sparse`` CSR matrix (one row per term, as bm25s does); a query is then the
+sum of its tokens' rows, so no Python code runs per text at query time.
+
+What it leaves out: stemming, stop words, phrase queries, other idf variants. ``rank_bm25``'s
+``BM25Okapi`` uses ``ln((N - n + 0.5) / (n + 0.5))`` with a floor for negative values instead; the
+tests show the difference. ``benchmark`` times this class against ``BM25Okapi.get_scores``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercase, then keep the ``[a-z0-9]+`` runs.
+
+    ``tokenize("Grid-Tables, v0.22!")`` -> ``["grid", "tables", "v0", "22"]``.
+    """
+    return _TOKEN.findall(text.lower())
+
+
+def idf(n_texts: int, doc_freq: np.ndarray) -> np.ndarray:
+    """Lucene-style idf, never negative: ``ln(1 + (N - n + 0.5) / (n + 0.5))``.
+
+    ``idf(4, np.array([2]))`` -> ``[ln 2]`` (a term in half the texts still counts).
+    """
+    doc_freq = np.asarray(doc_freq, dtype=np.float64)
+    return np.log1p((n_texts - doc_freq + 0.5) / (doc_freq + 0.5))
+
+
+def term_weights(
+    tf: np.ndarray, doc_len: np.ndarray, avgdl: float, k1: float = 1.2, b: float = 0.75
+) -> np.ndarray:
+    """Saturated, length-normalised tf: ``f (k1 + 1) / (f + k1 (1 - b + b |d| / avgdl))``.
+
+    ``term_weights(np.array([1.0]), np.array([10.0]), 10.0)`` -> ``[1.0]`` (f = 1, average |d|).
+    """
+    tf = np.asarray(tf, dtype=np.float64)
+    norm = k1 * (1.0 - b + b * np.asarray(doc_len, dtype=np.float64) / avgdl)
+    return tf * (k1 + 1.0) / (tf + norm)
+
+
+def count_matrix(token_lists: Sequence[Sequence[str]]) -> tuple[dict[str, int], sparse.csr_matrix]:
+    """Vocabulary (sorted terms -> row) and a CSR term-by-text matrix of raw counts."""
+    vocab = {term: i for i, term in enumerate(sorted({t for toks in token_lists for t in toks}))}
+    rows: list[int] = []
+    cols: list[int] = []
+    counts: list[int] = []
+    for col, toks in enumerate(token_lists):
+        for term, count in Counter(toks).items():
+            rows.append(vocab[term])
+            cols.append(col)
+            counts.append(count)
+    shape = (len(vocab), len(token_lists))
+    matrix = sparse.csr_matrix((np.array(counts, dtype=np.float64), (rows, cols)), shape=shape)
+    matrix.sort_indices()
+    return vocab, matrix
+
+
+def score_matrix(
+    counts: sparse.csr_matrix, doc_len: np.ndarray, k1: float, b: float
+) -> sparse.csr_matrix:
+    """Replace each count in a term-by-text matrix by that (term, text) BM25 contribution."""
+    n_texts = counts.shape[1]
+    avgdl = float(doc_len.mean())
+    doc_freq = np.diff(counts.indptr)  # stored entries per row = texts containing the term
+    row_of_entry = np.repeat(np.arange(counts.shape[0]), doc_freq)
+    data = idf(n_texts, doc_freq)[row_of_entry] * term_weights(
+        counts.data, doc_len[counts.indices], avgdl, k1, b
+    )
+    entries = (data, counts.indices.copy(), counts.indptr.copy())
+    return sparse.csr_matrix(entries, shape=counts.shape)
+
+
+def _check_params(k1: float, b: float) -> None:
+    if not (math.isfinite(k1) and k1 >= 0):
+        raise ValueError(f"k1={k1!r}: expected a finite number >= 0 (conventionally 1.2)")
+    if not (math.isfinite(b) and 0 <= b <= 1):
+        raise ValueError(f"b={b!r}: expected a number in [0, 1] (conventionally 0.75)")
+
+
+class BM25:
+    """BM25 over a fixed list of texts: ``BM25(texts).scores(query)`` gives one float64 per text."""
+
+    def __init__(self, texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> None:
+        if len(texts) == 0:
+            raise ValueError("texts is empty: BM25 needs at least one text to index")
+        _check_params(k1, b)
+        self.k1, self.b = float(k1), float(b)
+        token_lists = [tokenize(t) for t in texts]
+        self.doc_len = np.array([len(toks) for toks in token_lists], dtype=np.float64)
+        self.vocab, counts = count_matrix(token_lists)
+        self.matrix = score_matrix(counts, self.doc_len, self.k1, self.b)
+
+    def __len__(self) -> int:
+        return self.matrix.shape[1]
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every text for ``query``; unknown query terms add nothing."""
+        out = np.zeros(len(self), dtype=np.float64)
+        indptr, indices, data = self.matrix.indptr, self.matrix.indices, self.matrix.data
+        for term, times in Counter(tokenize(query)).items():
+            row = self.vocab.get(term)
+            if row is None:
+                continue
+            lo, hi = indptr[row], indptr[row + 1]
+            out[indices[lo:hi]] += times * data[lo:hi]  # indices are unique within a row
+        return out
+
+    def rank(self, query: str) -> np.ndarray:
+        """All text positions, best first: score descending, then position ascending."""
+        return np.argsort(-self.scores(query), kind="stable")
+
+    def top(self, query: str, k: int) -> list[int]:
+        """The ``k`` best text positions (same order as ``rank``)."""
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise ValueError(f"k={k!r}: expected an integer >= 1")
+        return self.rank(query)[:k].tolist()
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """Median milliseconds per query for this module and for ``rank_bm25.BM25Okapi``."""
+
+    n_texts: int
+    n_queries: int
+    repeats: int
+    ours_ms: float
+    rank_bm25_ms: float
+
+    @property
+    def speedup(self) -> float:
+        """How many times faster ``BM25.scores`` is than ``BM25Okapi.get_scores``."""
+        return self.rank_bm25_ms / self.ours_ms
+
+
+def _ms_per_query(score, queries: Sequence[str], repeats: int) -> float:
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for q in queries:
+            score(q)
+        runs.append((time.perf_counter() - start) * 1000 / len(queries))
+    return statistics.median(runs)
+
+
+def benchmark(texts: Sequence[str], queries: Sequence[str], repeats: int = 7) -> BenchmarkResult:
+    """Time ``BM25.scores`` against ``BM25Okapi.get_scores`` in one run.
+
+    Same k1 and b for both; query tokenizing is timed for both; median over ``repeats`` passes.
+    """
+    from rank_bm25 import BM25Okapi
+
+    if len(queries) == 0 or repeats < 1:
+        raise ValueError(f"need queries (got {len(queries)}) and repeats >= 1 (got {repeats})")
+    ours = BM25(texts)
+    okapi = BM25Okapi([tokenize(t) for t in texts], k1=ours.k1, b=ours.b)
+    ours_ms = _ms_per_query(ours.scores, queries, repeats)
+    theirs_ms = _ms_per_query(lambda q: okapi.get_scores(tokenize(q)), queries, repeats)
+    return BenchmarkResult(len(texts), len(queries), repeats, ours_ms, theirs_ms)

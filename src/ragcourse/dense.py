@@ -1,0 +1,179 @@
+"""Dense retrieval: embed chunks and queries with a bi-encoder, search by an exact cosine scan (chapter 3).
+
+The embedder is all-MiniLM-L6-v2 by default (384 dimensions, mean-pooled, L2-normalised), loaded
+through `ragcourse.models`. Vectors are cached on disk, keyed by a fingerprint of the model and a
+hash of each text, so a rerun (or a later chapter) never embeds the same text twice.
+
+Left out on purpose: approximate nearest-neighbour indexes. At a few thousand chunks an exact
+scan is a single matrix-vector product and has no recall loss to explain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .chunking import Chunk
+from .corpus import DATA_DIR
+
+CACHE_DIR = DATA_DIR / "cache" / "embeddings"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved chunk: its cosine distance (1 - cos) to the query, and its rank from 1."""
+
+    chunk: Chunk
+    distance: float
+    rank: int
+
+
+def text_key(text: str) -> str:
+    """A stable key for one text: `text_key("a")[:8] -> 'ca978112'` (sha256 of its UTF-8 bytes)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@lru_cache(maxsize=8)
+def model_fingerprint(source: str) -> str:
+    """sha256 over a model folder's config and weight files, so a changed model never reuses vectors."""
+    folder = Path(source)
+    if not folder.is_dir():  # a hub name: its name is all we know
+        return hashlib.sha256(source.encode()).hexdigest()[:16]
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.suffix in {".json", ".safetensors", ".bin", ".txt"}:
+            digest.update(path.relative_to(folder).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _show_progress(n_missing: int, progress: bool | None) -> bool:
+    """Bars for long work, but never when RAGCOURSE_PROGRESS=0 (stored notebook outputs must not wobble)."""
+    if os.environ.get("RAGCOURSE_PROGRESS") == "0":
+        return False
+    return progress if progress is not None else n_missing >= 256
+
+
+@dataclass
+class Embedder:
+    """A sentence-transformers model plus an on-disk vector cache keyed by (model fingerprint, text hash)."""
+
+    model: object
+    name: str
+    fingerprint: str
+    cache_dir: Path | None = CACHE_DIR
+    batch_size: int = 32
+    last_stats: dict = field(default_factory=dict)
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+    def _cache_file(self) -> Path | None:
+        return None if self.cache_dir is None else Path(self.cache_dir) / f"{self.fingerprint}.npz"
+
+    def _load_cache(self) -> dict[str, np.ndarray]:
+        path = self._cache_file()
+        if path is None or not path.is_file():
+            return {}
+        with np.load(path) as data:
+            return dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+
+    def _save_cache(self, cache: dict[str, np.ndarray]) -> None:
+        path = self._cache_file()
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        keys = sorted(cache)
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=np.array(keys), vectors=np.stack([cache[k] for k in keys]))
+        os.replace(tmp, path)
+
+    def encode(self, texts: list[str], progress: bool | None = None) -> np.ndarray:
+        """Unit vectors, one row per text (float32); only texts missing from the cache are embedded."""
+        cache = self._load_cache()
+        keys = [text_key(t) for t in texts]
+        missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in cache}.items())
+        started = time.perf_counter()
+        if missing:
+            vectors = self.model.encode(
+                [t for _, t in missing], batch_size=self.batch_size, convert_to_numpy=True,
+                normalize_embeddings=True, show_progress_bar=_show_progress(len(missing), progress),
+            )
+            cache.update({k: v.astype(np.float32) for (k, _), v in zip(missing, vectors, strict=True)})
+            self._save_cache(cache)
+        self.last_stats = {"texts": len(texts), "embedded": len(missing),
+                           "seconds": time.perf_counter() - started}
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([cache[k] for k in keys])
+
+    def encode_query(self, query: str) -> np.ndarray:
+        """One query vector, never cached (queries are cheap and timing them is part of the lesson)."""
+        return self.model.encode([query], convert_to_numpy=True, normalize_embeddings=True)[0]
+
+
+def load_embedder(cache_dir: Path | None = CACHE_DIR) -> Embedder:
+    """The default embedder (see `ragcourse.models`) wrapped with the vector cache."""
+    from . import models
+
+    spec = models.embedder_spec()
+    model = models.load_embedder()
+    return Embedder(model=model, name=spec.name, fingerprint=model_fingerprint(spec.source),
+                    cache_dir=cache_dir)
+
+
+def cosine_distances(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """1 - cos for every row against one query; for unit vectors this is 1 - dot product."""
+    return (1.0 - vectors @ query).astype(np.float64)
+
+
+def order(distances: np.ndarray) -> np.ndarray:
+    """Positions sorted by distance, ties broken by position: `order([0.2, 0.1, 0.2]) -> [1, 0, 2]`."""
+    return np.lexsort((np.arange(len(distances)), np.asarray(distances)))
+
+
+@dataclass
+class DenseIndex:
+    """Chunks and their unit vectors; `search` is an exact scan over all of them."""
+
+    chunks: list[Chunk]
+    vectors: np.ndarray
+    embedder: Embedder
+
+    @classmethod
+    def build(cls, chunks: list[Chunk], embedder: Embedder | None = None,
+              progress: bool | None = None) -> DenseIndex:
+        """Embed every chunk's `text` (header and overlap included: that is what the strategy is about)."""
+        embedder = embedder or load_embedder()
+        vectors = embedder.encode([c.text for c in chunks], progress=progress)
+        return cls(chunks=list(chunks), vectors=vectors, embedder=embedder)
+
+    def distances(self, query: str | np.ndarray) -> np.ndarray:
+        """Cosine distance from the query to every chunk, in chunk order."""
+        vector = self.embedder.encode_query(query) if isinstance(query, str) else query
+        return cosine_distances(self.vectors, vector)
+
+    def rank(self, query: str | np.ndarray) -> np.ndarray:
+        """All chunk positions, nearest first (ties by position)."""
+        return order(self.distances(query))
+
+    def search(self, query: str | np.ndarray, k: int = 4) -> list[Hit]:
+        """The k nearest chunks as Hits, nearest first."""
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        distances = self.distances(query)
+        return [Hit(self.chunks[i], float(distances[i]), r)
+                for r, i in enumerate(order(distances)[:k], start=1)]
+
+
+def describe(embedder: Embedder) -> str:
+    """One line naming the model, its dimension and fingerprint (what an index must be stamped with)."""
+    return json.dumps({"model": embedder.name, "dim": embedder.dim, "fingerprint": embedder.fingerprint})

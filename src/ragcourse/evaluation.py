@@ -1,0 +1,244 @@
+"""Retrieval evaluation: needle hits, recall@k, MRR, Wilson intervals, paired tests (chapter 3).
+
+What it implements: a query is answered by a chunk when the chunk's ``content`` contains the
+query's verbatim needle sentence, whitespace collapsed on both sides (the corpus is hard-wrapped).
+Per query we keep the rank of the first such chunk; recall@k and MRR summarise those ranks;
+Wilson score intervals say how uncertain a rate over 64 queries is; the sign test (exact McNemar)
+and a sign-flip randomization test compare two systems on the same queries, which is the honest
+way to compare them. Every later chapter reuses these functions.
+
+What it leaves out: graded relevance (nDCG), multiple relevant chunks per query, and corrections
+for multiple comparisons.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+def normalize(text: str) -> str:
+    """Collapse each whitespace run to one space, strip the ends: ``" a\\n  b "`` -> ``"a b"``."""
+    return " ".join(text.split())
+
+
+def _content(item: Any) -> str:
+    """A ranked item is either a string or an object with ``.content`` (a Chunk)."""
+    return item if isinstance(item, str) else item.content
+
+
+def contains_needle(content: str, needle: str) -> bool:
+    """True when ``needle`` occurs in ``content``, whitespace collapsed on both sides."""
+    wanted = normalize(needle)
+    if not wanted:
+        raise ValueError(f"needle={needle!r}: expected a non-blank string")
+    return wanted in normalize(content)
+
+
+def first_hit_rank(ranked: Iterable[Any], needle: str) -> int | None:
+    """Rank (from 1) of the first item whose content contains ``needle``; None if none does."""
+    for rank, item in enumerate(ranked, start=1):
+        if contains_needle(_content(item), needle):
+            return rank
+    return None
+
+
+def _check_ranks(ranks: Sequence[int | None]) -> None:
+    if len(ranks) == 0:
+        raise ValueError("ranks is empty: expected one rank (or None) per query")
+
+
+def recall_at_k(ranks: Sequence[int | None], k: int) -> float:
+    """R@k = (1/|Q|) * #{q : rank_q <= k}: the share of queries answered in the top k.
+
+    ``None`` (never answered) counts as a miss. ``recall_at_k([1, 3, None, 9], 4)`` -> 0.5.
+    """
+    _check_ranks(ranks)
+    if k < 1:
+        raise ValueError(f"k={k!r}: expected an integer >= 1")
+    return sum(r is not None and r <= k for r in ranks) / len(ranks)
+
+
+def mrr(ranks: Sequence[int | None], cutoff: int | None = None) -> float:
+    """Mean reciprocal rank, MRR = (1/|Q|) * sum_q 1/rank_q (Voorhees, TREC-8 QA track, 1999).
+
+    A query never answered adds 0. By default the full ranking counts (``cutoff=None``); with a
+    cutoff, first hits below it add 0 too (MRR@cutoff). ``mrr([1, 2, None, 4])`` -> 0.4375.
+    """
+    _check_ranks(ranks)
+    if cutoff is not None and cutoff < 1:
+        raise ValueError(f"cutoff={cutoff!r}: expected None or an integer >= 1")
+    limit = math.inf if cutoff is None else cutoff
+    return sum(1 / r for r in ranks if r is not None and r <= limit) / len(ranks)
+
+
+def answers_destroyed(chunks: Iterable[Any], needles: Iterable[str]) -> list[str]:
+    """Needles that no chunk contains whole (a boundary cut them), in input order."""
+    contents = [normalize(_content(c)) for c in chunks]
+    return [n for n in needles if not any(normalize(n) in c for c in contents)]
+
+
+class Interval(NamedTuple):
+    """A confidence interval for a proportion."""
+
+    low: float
+    high: float
+
+
+def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
+    """Wilson score interval (Wilson, JASA 1927) for ``successes`` out of ``n``.
+
+    With p = s/n and z the two-sided normal quantile:
+    centre = (p + z^2/2n) / (1 + z^2/n), half = z/(1 + z^2/n) * sqrt(p(1-p)/n + z^2/4n^2).
+    ``wilson(38, 64)`` -> ``Interval(low=0.471..., high=0.705...)``.
+    """
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"successes={successes!r}, n={n!r}: expected 0 <= successes <= n, n >= 1")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence={confidence!r}: expected a number in (0, 1), e.g. 0.95")
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return Interval(max(0.0, float(centre - half)), min(1.0, float(centre + half)))
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign test on discordant pairs (exact McNemar), ties dropped.
+
+    Under H0 wins ~ Binomial(wins + losses, 1/2):
+    p = min(1, 2 * sum_{i <= min(wins, losses)} C(n, i) / 2^n). ``sign_test(18, 3)`` -> 0.0015.
+    """
+    if wins < 0 or losses < 0:
+        raise ValueError(f"wins={wins!r}, losses={losses!r}: expected counts >= 0")
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def _sign_flip_p(diffs: np.ndarray, signs: np.ndarray, plus_one: bool) -> float:
+    """Share of sign patterns whose |sum of signed differences| reaches the observed one."""
+    observed = abs(diffs.sum())
+    flipped = np.abs(signs @ diffs)
+    hits = int(np.count_nonzero(flipped >= observed - 1e-9 * max(1.0, observed)))
+    return (hits + 1) / (len(signs) + 1) if plus_one else hits / len(signs)
+
+
+def randomization_test(
+    a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = 0
+) -> float:
+    """Two-sided paired randomization (sign-flip) test on per-query values of one metric.
+
+    H0: the two systems are exchangeable per query, so each difference d_q = a_q - b_q is as
+    likely to have either sign. p = share of random sign flips with |sum s_q d_q| >= |sum d_q|,
+    counting the observed pattern (p = (hits + 1) / (n_resamples + 1)); when 2^n <= n_resamples
+    all flips are enumerated and p is exact. Recommended for IR by Smucker, Allan & Carterette
+    (CIKM 2007). Deterministic for a given ``seed`` (numpy Generator).
+    """
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1 or len(x) == 0:
+        raise ValueError(f"a {x.shape}, b {y.shape}: expected equal-length non-empty 1-d arrays")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples={n_resamples!r}: expected an integer >= 1")
+    diffs = x - y
+    if 2 ** len(diffs) <= n_resamples:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=len(diffs))))
+        return _sign_flip_p(diffs, signs, plus_one=False)
+    rng = np.random.default_rng(seed)
+    signs = np.where(rng.random((n_resamples, len(diffs))) < 0.5, -1.0, 1.0)
+    return _sign_flip_p(diffs, signs, plus_one=True)
+
+
+class Paired(NamedTuple):
+    """A paired comparison of A against B: queries A won, queries A lost, sign-test p."""
+
+    wins: int
+    losses: int
+    p: float
+
+
+def paired(hits_a: Sequence[bool], hits_b: Sequence[bool]) -> Paired:
+    """Wins/losses of A over B on boolean per-query outcomes, with the exact sign test."""
+    if len(hits_a) != len(hits_b):
+        raise ValueError(f"{len(hits_a)} outcomes for A, {len(hits_b)} for B: expected as many")
+    wins = sum(bool(x) and not bool(y) for x, y in zip(hits_a, hits_b, strict=True))
+    losses = sum(bool(y) and not bool(x) for x, y in zip(hits_a, hits_b, strict=True))
+    return Paired(wins, losses, sign_test(wins, losses))
+
+
+def evaluate(
+    rankings: Mapping[str, Sequence[Any]], queries: Iterable[Any], ks: Sequence[int] = (1, 4, 8, 20)
+) -> pd.DataFrame:
+    """One row per query: ``query``, ``phrasing``, ``rank`` (<NA> if no hit), ``hit@k``..., ``rr``.
+
+    ``rankings`` maps query id -> contents or Chunks, best first; each query has ``.id``,
+    ``.needle`` and ``.phrasing``. ``rr`` is the reciprocal rank over the full ranking (0 if none).
+    """
+    if not ks or any(k < 1 for k in ks):
+        raise ValueError(f"ks={ks!r}: expected a non-empty sequence of integers >= 1")
+    rows = []
+    for q in queries:
+        if q.id not in rankings:
+            raise ValueError(f"query {q.id!r} has no ranking; rankings cover {len(rankings)} ids")
+        rank = first_hit_rank(rankings[q.id], q.needle)
+        row = {"query": q.id, "phrasing": q.phrasing, "rank": rank}
+        row |= {f"hit@{k}": rank is not None and rank <= k for k in ks}
+        row["rr"] = 0.0 if rank is None else 1 / rank
+        rows.append(row)
+    columns = ["query", "phrasing", "rank", *[f"hit@{k}" for k in ks], "rr"]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.astype({"rank": "Int64"})
+
+
+def _hit_columns(per_query: pd.DataFrame) -> list[str]:
+    return [c for c in per_query.columns if str(c).startswith("hit@")]
+
+
+def summarize(per_query: pd.DataFrame, label: str, confidence: float = 0.95) -> pd.DataFrame:
+    """Tidy summary of an ``evaluate`` table: one row per metric (R@k for each hit@k, then MRR).
+
+    Columns: ``label, metric, value, hits, n, low, high``; low/high is the Wilson interval of R@k
+    (NaN for MRR). Concatenate several and pivot on ``label`` to compare systems.
+    """
+    n = len(per_query)
+    if n == 0:
+        raise ValueError("per_query is empty: expected the output of evaluate()")
+    rows = []
+    for col in _hit_columns(per_query):
+        hits = int(per_query[col].sum())
+        low, high = wilson(hits, n, confidence)
+        metric = "R@" + col.removeprefix("hit@")
+        rows.append({"metric": metric, "value": hits / n, "hits": hits, "low": low, "high": high})
+    rows.append({"metric": "MRR", "value": float(per_query["rr"].mean()), "hits": pd.NA})
+    frame = pd.DataFrame(rows, columns=["metric", "value", "hits", "low", "high"])
+    frame.insert(0, "label", label)
+    frame.insert(4, "n", n)
+    return frame.astype({"hits": "Int64"})
+
+
+def compare(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, metric: str) -> Paired:
+    """Paired comparison of A against B on one per-query column (``hit@k`` or ``rr``).
+
+    Queries are matched by id; A wins a query when its value is larger. p is the exact sign test
+    on the wins and losses (ties dropped).
+    """
+    valid = [*_hit_columns(per_query_a), "rr"]
+    if metric not in valid or metric not in per_query_b.columns:
+        raise ValueError(f"metric={metric!r}: expected one of {valid} present in both tables")
+    a = per_query_a.set_index("query")[metric]
+    b = per_query_b.set_index("query")[metric]
+    if set(a.index) != set(b.index) or len(a) != len(b):
+        raise ValueError("the two tables cover different queries: compare runs on the same queries")
+    b = b.loc[a.index]
+    wins = int((a.to_numpy(float) > b.to_numpy(float)).sum())
+    losses = int((a.to_numpy(float) < b.to_numpy(float)).sum())
+    return Paired(wins, losses, sign_test(wins, losses))

@@ -1,0 +1,85 @@
+"""Reciprocal rank fusion: combine rankings by rank, never by score (chapter 4).
+
+What it implements: RRF (Cormack, Clarke & Buettcher, "Reciprocal Rank Fusion outperforms
+Condorcet and individual Rank Learning Methods", SIGIR 2009) and a weighted variant. Cosine
+distances and BM25 scores live on different, unbounded scales; RRF throws the scores away and adds
+``1 / (k + rank)`` for every list an id appears in, so there is nothing to calibrate.
+
+Ties are broken deterministically: equal fused scores are ordered by the best (smallest) rank the
+id reached in any list, then by first appearance (reading list 0 top to bottom, then list 1, ...).
+First appearance rather than the ids' natural order, so ids need only be hashable, not comparable.
+
+What it leaves out: score-based fusion (CombSUM, min-max normalisation) and learned weights.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from typing import NamedTuple
+
+
+class Fused(NamedTuple):
+    """One fused id: its RRF score and the best rank (from 1) it reached in any input list."""
+
+    id: Hashable
+    score: float
+    best_rank: int
+
+
+def _check(lists: Sequence[Sequence[Hashable]], weights: Sequence[float], k: float) -> None:
+    if not (isinstance(k, int | float) and math.isfinite(k) and k > 0):
+        raise ValueError(f"k={k!r}: expected a finite number > 0 (conventionally 60)")
+    if len(weights) != len(lists):
+        raise ValueError(f"{len(weights)} weights for {len(lists)} lists: expected one per list")
+    bad = [w for w in weights if not (math.isfinite(w) and w >= 0)]
+    if bad:
+        raise ValueError(f"weights {bad!r}: expected finite numbers >= 0")
+    for i, ranking in enumerate(lists):
+        if len(set(ranking)) != len(ranking):
+            raise ValueError(f"list {i} repeats an id: expected rankings without duplicates")
+
+
+def fuse(
+    lists: Sequence[Sequence[Hashable]], k: float = 60, weights: Sequence[float] | None = None
+) -> list[Fused]:
+    """Weighted RRF with scores: ``score(d) = sum_i w_i / (k + rank_i(d))``, rank from 1.
+
+    Lists that do not contain ``d`` add nothing. Best first; ties as in the module docstring.
+
+    >>> fuse([["a", "b"], ["b", "c"]], k=60)[0]
+    Fused(id='b', score=0.03252247488101534, best_rank=1)
+
+    (``1/(60+2) + 1/(60+1)``: "b" is second in one list and first in the other.)
+    """
+    weights = [1.0] * len(lists) if weights is None else list(weights)
+    _check(lists, weights, k)
+    score: dict[Hashable, float] = {}
+    best: dict[Hashable, int] = {}
+    for ranking, w in zip(lists, weights, strict=True):
+        for rank, item in enumerate(ranking, start=1):
+            score[item] = score.get(item, 0.0) + w / (k + rank)
+            best[item] = min(best.get(item, rank), rank)
+    first_seen = {item: i for i, item in enumerate(score)}  # dict keeps insertion order
+    order = sorted(score, key=lambda d: (-score[d], best[d], first_seen[d]))
+    return [Fused(d, score[d], best[d]) for d in order]
+
+
+def rrf(lists: Sequence[Sequence[Hashable]], k: float = 60) -> list[Hashable]:
+    """Reciprocal rank fusion: ids best first by ``sum_i 1 / (k + rank_i(d))`` (rank from 1).
+
+    Worked example, k = 60: ``rrf([[1, 2, 3], [3, 1]])`` -> ``[1, 3, 2]``, because
+    1 scores ``1/61 + 1/62``, 3 scores ``1/63 + 1/61`` and 2 scores ``1/62``.
+    """
+    return [f.id for f in fuse(lists, k)]
+
+
+def weighted_rrf(
+    lists: Sequence[Sequence[Hashable]], weights: Sequence[float], k: float = 60
+) -> list[Hashable]:
+    """RRF with one weight per list: ``sum_i w_i / (k + rank_i(d))``.
+
+    Worked example, k = 60: ``weighted_rrf([["a", "b"], ["b", "a"]], [2, 1])`` -> ``["a", "b"]``:
+    "a" scores ``2/61 + 1/62``, "b" scores ``2/62 + 1/61``.
+    """
+    return [f.id for f in fuse(lists, k, weights)]

@@ -1,0 +1,166 @@
+"""The ground truth: questions answered by verbatim needles, and queries that should retrieve nothing (chapter 1).
+
+`data/questions.jsonl` holds one question per line: an id, the document it comes from, a needle (a
+short sentence copied verbatim from that document), and the question asked twice: as documentation
+English (`question`) and as a support ticket would put it (`ticket`). `data/out_of_domain.jsonl`
+holds queries the corpus cannot answer, `near` the domain or `absurd`.
+
+Everything is validated on load, against the corpus: a needle must occur exactly once in the whole
+corpus (whitespace collapsed), inside the document it names, and never be a section heading.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from .corpus import DATA_DIR, Document
+
+QUESTIONS_FILE = DATA_DIR / "questions.jsonl"
+OUT_OF_DOMAIN_FILE = DATA_DIR / "out_of_domain.jsonl"
+PHRASINGS = ("doc", "ticket")
+KINDS = ("near", "absurd")
+
+
+class GroundTruthError(ValueError):
+    """A ground-truth file is malformed or disagrees with the corpus; the message names file and line."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One ground-truth question: the needle that answers it, and its two phrasings."""
+
+    id: str
+    doc: str
+    needle: str
+    question: str
+    ticket: str
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query string to run: a question in one phrasing, with the needle that answers it."""
+
+    id: str
+    question_id: str
+    phrasing: str
+    text: str
+    needle: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class OutOfDomain:
+    """A query the corpus does not answer; `kind` is `near` (on-topic) or `absurd`."""
+
+    id: str
+    query: str
+    kind: str
+
+
+def collapse(text: str) -> str:
+    """Whitespace runs become one space: `collapse(" a\\n  b ") -> "a b"`."""
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _read_records(path: Path, fields: tuple[str, ...]) -> list[tuple[int, dict]]:
+    """(line number, record) for each non-blank line, each a JSON object with exactly `fields`."""
+    if not path.is_file():
+        raise GroundTruthError(f"{path}: file not found")
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise GroundTruthError(f"{path}:{number}: not valid JSON ({err.msg})") from err
+        if not isinstance(record, dict):
+            raise GroundTruthError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
+        missing = [f for f in fields if f not in record]
+        extra = sorted(set(record) - set(fields))
+        if missing or extra:
+            raise GroundTruthError(
+                f"{path}:{number}: fields must be exactly {list(fields)}; missing {missing}, unexpected {extra}")
+        empty = [f for f in fields if not isinstance(record[f], str) or not record[f].strip()]
+        if empty:
+            raise GroundTruthError(f"{path}:{number}: fields {empty} must be non-empty strings")
+        records.append((number, record))
+    _check_unique_ids(path, records)
+    return records
+
+
+def _check_unique_ids(path: Path, records: list[tuple[int, dict]]) -> None:
+    counts = Counter(r["id"] for _, r in records)
+    duplicated = sorted(i for i, n in counts.items() if n > 1)
+    if duplicated:
+        raise GroundTruthError(f"{path}: duplicate ids {duplicated}")
+
+
+def _headings(doc: Document) -> list[str]:
+    return [collapse(line.lstrip("#")) for line in doc.text.splitlines() if line.startswith("#")]
+
+
+def check_needle(question: Question, corpus: list[Document], where: str = "") -> None:
+    """Raise GroundTruthError unless the needle occurs exactly once in the corpus, in its own doc, not as a heading."""
+    needle = collapse(question.needle)
+    by_id = {d.id: d for d in corpus}
+    if question.doc not in by_id:
+        raise GroundTruthError(f"{where}{question.id}: unknown document {question.doc!r}; "
+                               f"valid ids: {sorted(by_id)}")
+    found = {d.id: collapse(d.text).count(needle) for d in corpus}
+    total = sum(found.values())
+    if total == 0:
+        raise GroundTruthError(f"{where}{question.id}: needle not found in the corpus: {needle!r}")
+    if total > 1:
+        places = {k: v for k, v in found.items() if v}
+        raise GroundTruthError(f"{where}{question.id}: needle occurs {total} times ({places}), must be once")
+    if not found[question.doc]:
+        actual = next(k for k, v in found.items() if v)
+        raise GroundTruthError(f"{where}{question.id}: needle is in {actual!r}, not in {question.doc!r}")
+    if any(needle in heading for heading in _headings(by_id[question.doc])):
+        raise GroundTruthError(f"{where}{question.id}: needle is (part of) a section heading: {needle!r}")
+
+
+def load_questions(path: Path | str = QUESTIONS_FILE, corpus: list[Document] | None = None) -> list[Question]:
+    """The validated questions, in file order; `corpus` defaults to `load_corpus()`."""
+    if corpus is None:
+        from .corpus import load_corpus
+
+        corpus = load_corpus()
+    path = Path(path)
+    fields = ("id", "doc", "needle", "question", "ticket")
+    questions = []
+    for number, record in _read_records(path, fields):
+        question = Question(**{f: record[f] for f in fields})
+        check_needle(question, corpus, where=f"{path}:{number}: ")
+        questions.append(question)
+    return questions
+
+
+def load_out_of_domain(path: Path | str = OUT_OF_DOMAIN_FILE) -> list[OutOfDomain]:
+    """The validated out-of-domain queries, in file order."""
+    path = Path(path)
+    records = _read_records(path, ("id", "query", "kind"))
+    for number, record in records:
+        if record["kind"] not in KINDS:
+            raise GroundTruthError(f"{path}:{number}: kind {record['kind']!r} is not one of {list(KINDS)}")
+    return [OutOfDomain(r["id"], r["query"], r["kind"]) for _, r in records]
+
+
+def queries(questions: list[Question]) -> list[Query]:
+    """Each question twice, documentation phrasing then ticket: ids are `<question id>/doc` and `/ticket`."""
+    return [
+        Query(f"{q.id}/{phrasing}", q.id, phrasing, q.question if phrasing == "doc" else q.ticket,
+              q.needle, q.doc)
+        for q in questions for phrasing in PHRASINGS
+    ]
+
+
+def needle_position(question: Question, corpus: list[Document]) -> float:
+    """Where the needle sits in its document, 0 (start) to 1 (end), by collapsed-text offset."""
+    doc = collapse(next(d.text for d in corpus if d.id == question.doc))
+    return doc.index(collapse(question.needle)) / max(1, len(doc))
