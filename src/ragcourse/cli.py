@@ -65,11 +65,11 @@ def _index(args: argparse.Namespace) -> int:
     from .index import ingest_folder
 
     embedder = load_embedder()
-    index = ingest_folder(Path(args.folder), embed=embedder.encode, model_name=embedder.name,
-                          dim=embedder.dim, strategy=args.strategy)
-    index.save(Path(args.out))
-    print(index.report())
-    return 0
+    report = ingest_folder(Path(args.folder), embed=embedder.encode, model_name=embedder.name,
+                           dim=embedder.dim, strategy=args.strategy)
+    report.index.save(Path(args.out))
+    print(report.summary())
+    return 1 if report.failed else 0
 
 
 def _query(args: argparse.Namespace) -> int:
@@ -79,7 +79,7 @@ def _query(args: argparse.Namespace) -> int:
     embedder = load_embedder()
     index = Index.load(Path(args.index))
     index.check_compatible(embedder.name, embedder.dim)
-    for hit in index.search(embedder.encode_query(args.query), k=args.k):
+    for hit in index.search(embedder.encode_query(args.query), k=args.k, model_name=embedder.name):
         print(f"[{hit.rank}] d={hit.distance:.3f}  {hit.chunk.doc_id}  #char={hit.chunk.start},{hit.chunk.end}")
     return 0
 

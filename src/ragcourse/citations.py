@@ -1,0 +1,354 @@
+"""Honest citations: numbered sources, locators, and a checker for what the model wrote (chapter 7).
+
+The model is shown numbered sources and asked to write `[1]`, `[2]`; it is never asked for a link.
+The server, which knows which document and which offsets each number came from, attaches the
+document, the section label and the locator afterwards. The quote shown to a reader is the chunk's
+own `content` (the exact slice `doc.text[start:end]`), never the embedded `text` with its header
+and overlap. Locators follow published fragment syntaxes: RFC 5147 `#char=`, the PDF Open
+Parameters `#page=`, W3C Media Fragments `#t=`, and Excel's `Sheet!A1` sub-address. Since browsers
+do not honour `#char=`, `text_fragment_url` also builds a WICG Text Fragment link.
+
+Leaves out: checking that a cited source actually *supports* a sentence (entailment), fuzzy
+sentence splitting (abbreviations such as "e.g." split a sentence), and resolving identifiers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import quote as _percent_encode
+
+from .gate import NoAnswer, gate
+
+if TYPE_CHECKING:
+    from .chunking import Chunk
+    from .dense import Hit
+
+#: The sentence the prompt asks the model to write, verbatim, when the sources lack the answer.
+REFUSAL = "The sources do not contain the answer."
+#: A sentence with fewer words than this (citation markers not counted) is not a claim.
+MIN_CLAIM_WORDS = 4
+
+
+def _number(x: float) -> str:
+    """Shortest plain decimal for a locator: 132.40 -> '132.4', 12.0 -> '12'."""
+    return f"{x:.3f}".rstrip("0").rstrip(".")
+
+
+def _clock(seconds: float) -> str:
+    """Seconds as [h:]m:ss.s for labels: 132.4 -> '2:12.4', 3725 -> '1:02:05.0'."""
+    minutes, rest = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    if hours:
+        return f"{hours}:{minutes:02d}:{rest:04.1f}"
+    return f"{minutes}:{rest:04.1f}"
+
+
+@dataclass(frozen=True)
+class CharRange:
+    """Characters [start, end) of a document's canonical text; RFC 5147 `#char=start,end`."""
+
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.start <= self.end:
+            raise ValueError(f"CharRange needs 0 <= start <= end; got start={self.start}, "
+                             f"end={self.end}")
+
+    def fragment(self) -> str:
+        return f"#char={self.start},{self.end}"
+
+    def label(self) -> str:
+        return f"characters {self.start}-{self.end}"
+
+
+@dataclass(frozen=True)
+class PdfPage:
+    """One page of a PDF, counted from 1; PDF Open Parameters `#page=N`."""
+
+    page: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.page, bool) or not isinstance(self.page, int) or self.page < 1:
+            raise ValueError(f"PdfPage needs an integer page >= 1; got {self.page!r}")
+
+    def fragment(self) -> str:
+        return f"#page={self.page}"
+
+    def label(self) -> str:
+        return f"page {self.page}"
+
+
+@dataclass(frozen=True)
+class MediaTime:
+    """A time range in seconds of audio or video; W3C Media Fragments `#t=start,end`."""
+
+    start: float
+    end: float
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.start <= self.end:
+            raise ValueError(f"MediaTime needs 0 <= start <= end seconds; got start={self.start}, "
+                             f"end={self.end}")
+
+    def fragment(self) -> str:
+        return f"#t={_number(self.start)},{_number(self.end)}"
+
+    def label(self) -> str:
+        return f"{_clock(self.start)}-{_clock(self.end)}"
+
+
+_CELL = re.compile(r"^\$?([A-Z]{1,3})\$?([1-9][0-9]*)$")
+_MAX_COLUMN, _MAX_ROW = 16_384, 1_048_576  # XFD and the last row of an .xlsx sheet
+_BAD_SHEET_CHARS = set("[]:*?/\\")
+
+
+def _column_number(letters: str) -> int:
+    """Spreadsheet column letters to a number: 'A' -> 1, 'Z' -> 26, 'AA' -> 27."""
+    n = 0
+    for ch in letters:
+        n = n * 26 + ord(ch) - ord("A") + 1
+    return n
+
+
+def _parse_cell(cell: str, cells: str) -> tuple[int, int]:
+    """'B2' -> (column 2, row 2); ValueError naming the whole range when it is not A1 syntax."""
+    match = _CELL.match(cell)
+    if match is None:
+        raise ValueError(f"not an A1 range: {cells!r} (expected e.g. 'B2' or 'B2:D9')")
+    column, row = _column_number(match.group(1)), int(match.group(2))
+    if column > _MAX_COLUMN or row > _MAX_ROW:
+        raise ValueError(f"A1 range {cells!r} is outside a sheet (last cell is XFD1048576)")
+    return column, row
+
+
+@dataclass(frozen=True)
+class SheetRange:
+    """A sheet name and an A1 range, e.g. `SheetRange("Sheet1", "B2:D9")` -> `Sheet1!B2:D9`.
+
+    There is no W3C fragment for spreadsheets; the fragment is Excel's hyperlink sub-address
+    (`book.xlsx#Sheet1!B2:D9`), quoting sheet names that contain spaces or punctuation.
+    """
+
+    sheet: str
+    cells: str
+
+    def __post_init__(self) -> None:
+        if not self.sheet or len(self.sheet) > 31 or set(self.sheet) & _BAD_SHEET_CHARS:
+            raise ValueError(f"bad sheet name {self.sheet!r}: 1-31 characters, none of "
+                             f"{''.join(sorted(_BAD_SHEET_CHARS))}")
+        corners = [_parse_cell(c, self.cells) for c in self.cells.split(":")]
+        if len(corners) > 2:
+            raise ValueError(f"not an A1 range: {self.cells!r} (expected e.g. 'B2' or 'B2:D9')")
+        if len(corners) == 2 and (corners[0][0] > corners[1][0] or corners[0][1] > corners[1][1]):
+            raise ValueError(f"A1 range {self.cells!r} must run from top-left to bottom-right")
+
+    def address(self) -> str:
+        """`Sheet1!B2:D9`, or `'Q1 sales'!B2` when the name needs quoting."""
+        plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", self.sheet) is not None
+        name = self.sheet if plain else "'" + self.sheet.replace("'", "''") + "'"
+        return f"{name}!{self.cells}"
+
+    def fragment(self) -> str:
+        return "#" + _percent_encode(self.address(), safe="!:$'")
+
+    def label(self) -> str:
+        return f"sheet {self.sheet}, cells {self.cells}"
+
+
+Locator = CharRange | PdfPage | MediaTime | SheetRange
+
+
+@dataclass(frozen=True)
+class Citation:
+    """What the server attaches to source [n]: document, section label, locator and the quote."""
+
+    n: int
+    doc_id: str
+    doc_name: str
+    label: str
+    fragment: str
+    quote: str
+    distance: float
+
+    def line(self) -> str:
+        """One row of the table the reader sees (and the model never does)."""
+        return (f"[{self.n}] {self.doc_id}  {self.label}  {self.fragment}  "
+                f"d={self.distance:.3f}")
+
+
+@dataclass(frozen=True)
+class Context:
+    """The prompt sent to the generator and the citations kept on the server side."""
+
+    prompt: str
+    citations: tuple[Citation, ...]
+
+
+def section_label(chunk: Chunk) -> str:
+    """The chunk's section path as one string ('A > B'); its document title when it has none."""
+    section = chunk.section
+    if isinstance(section, list | tuple):
+        section = " > ".join(str(s) for s in section if s)
+    return section or chunk.doc_title
+
+
+def build_context(question: str, hits: Sequence[Hit]) -> Context:
+    """Number the hits [1..n] in the order given and build the prompt plus the server-side table.
+
+    The prompt asks for answers only from the sources, a `[n]` on every claim, no links, and the
+    `REFUSAL` sentence (then stop) when the sources do not hold the answer.
+    """
+    citations = tuple(
+        Citation(n=i, doc_id=h.chunk.doc_id, doc_name=h.chunk.doc_title,
+                 label=section_label(h.chunk),
+                 fragment=CharRange(h.chunk.start, h.chunk.end).fragment(),
+                 quote=h.chunk.content, distance=float(h.distance))
+        for i, h in enumerate(hits, start=1)
+    )
+    blocks = "\n\n".join(f"[{c.n}] {c.doc_name} - {c.label}\n{c.quote}" for c in citations)
+    prompt = (
+        "Answer the question using ONLY the numbered sources below.\n"
+        "Put the number of the source after every claim, like [1] or [2]. "
+        "Do not write links, URLs or paper identifiers.\n"
+        f'If the sources do not contain the answer, write "{REFUSAL}" and stop.\n\n'
+        f"SOURCES\n{blocks}\n\nQUESTION\n{question}"
+    )
+    return Context(prompt=prompt, citations=citations)
+
+
+def text_fragment_url(base_url: str, quote: str, words: int = 4) -> str:
+    """A WICG Text Fragment link that scrolls a browser to `quote` and highlights it.
+
+    Short quotes (up to 2 * `words` words) become `#:~:text=<quote>`; longer ones become
+    `#:~:text=<first words>,<last words>`, a range the browser selects end to end. Each part is
+    percent-encoded, including `-`, `,` and `&`, which the directive syntax reserves.
+    `text_fragment_url("https://x.org/p", "a, b-c")` -> `https://x.org/p#:~:text=a%2C%20b%2Dc`.
+    Markup in the quote (Markdown `**`, backquotes) is not in the rendered page, so a quote that
+    carries it will not match; pass words as the reader sees them.
+    """
+    tokens = quote.split()
+    if not tokens:
+        raise ValueError(f"quote must contain at least one word; got {quote!r}")
+    if words < 1:
+        raise ValueError(f"words must be >= 1; got {words!r}")
+
+    def encode(part: list[str]) -> str:
+        return _percent_encode(" ".join(part), safe="").replace("-", "%2D")
+
+    if len(tokens) <= 2 * words:
+        directive = "text=" + encode(tokens)
+    else:
+        directive = f"text={encode(tokens[:words])},{encode(tokens[-words:])}"
+    separator = ":~:" if "#" in base_url else "#:~:"
+    return f"{base_url}{separator}{directive}"
+
+
+_MARKER = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+_MARKERS_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d+(?:\s*[,;]\s*\d+)*\])+)")
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+_REFUSAL_LIKE = re.compile(
+    r"\b(?:sources?|context|documents?)\b.*\b(?:do|does)(?:\s+not|n['’]t)\s+"
+    r"(?:contain|include|mention|say|answer|cover)", re.IGNORECASE)
+#: Identifiers a model must never write itself: the server attaches every link.
+_IDENTIFIERS = tuple(re.compile(p, re.IGNORECASE) for p in (
+    r"\b(?:https?|ftp)://[^\s<>()\[\]]+",                      # URLs
+    r"\bwww\.[^\s<>()\[\]]+",                                 # bare web addresses
+    r"\[[^\]]*\]\([^)\s]+\)",                                  # Markdown links
+    r"\b(?:doi:\s*)?10\.\d{4,9}/[^\s<>()\[\]]+",                # DOIs
+    r"\barxiv:\s*(?:\d{4}\.\d{4,5}|[a-z.-]+/\d{7})(?:v\d+)?",    # arXiv ids
+    r"(?<![\d.])\d{4}\.\d{4,5}(?:v\d+)?(?![\d.])",                # bare new-style arXiv ids
+    r"\bISBN(?:-1[03])?:?\s*[\dX][\d -]{8,15}[\dX]\b",           # ISBNs
+    r"#(?::~:text|char|page|t|row|col|cell)=[^\s)\]]*",           # fragments and locators
+))
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """What is wrong with a generated answer; all three empty means it passed."""
+
+    unknown_refs: tuple[int, ...]
+    uncited_sentences: tuple[str, ...]
+    invented_links: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not (self.unknown_refs or self.uncited_sentences or self.invented_links)
+
+
+def _refs(text: str) -> list[int]:
+    """Every source number in `[n]`, `[n, m]` or `[n][m]` markers: 'a [1, 3] b [2]' -> [1, 3, 2]."""
+    return [int(n) for group in _MARKER.findall(text) for n in re.split(r"\s*[,;]\s*", group)]
+
+
+def sentences(answer: str) -> list[str]:
+    """Split an answer into sentences, keeping `[n]` markers that follow the full stop.
+
+    'A is B. [1] C is D [2].' -> ['A is B [1].', 'C is D [2].']; lines and bullets split too.
+    """
+    out = []
+    for line in answer.splitlines():
+        line = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", line)
+        line = _MARKERS_AFTER_STOP.sub(r"\2\1", line)
+        out.extend(s.strip() for s in re.split(r"(?<=[.!?])\s+", line) if s.strip())
+    return out
+
+
+def is_refusal(sentence: str) -> bool:
+    """The REFUSAL sentence, or one saying the sources/context do not contain/mention it."""
+    plain = " ".join(_MARKER.sub("", sentence).split()).rstrip(".!").lower()
+    return plain == REFUSAL.rstrip(".").lower() or _REFUSAL_LIKE.search(plain) is not None
+
+
+def is_claim(sentence: str) -> bool:
+    """A sentence of at least MIN_CLAIM_WORDS words (markers not counted) that is not a refusal."""
+    words = _WORD.findall(_MARKER.sub(" ", sentence))
+    return len(words) >= MIN_CLAIM_WORDS and not is_refusal(sentence)
+
+
+def invented_identifiers(answer: str) -> list[str]:
+    """URLs, DOIs, arXiv ids, ISBNs, Markdown links and fragments written in `answer`, in order."""
+    spans = sorted({m.span() for p in _IDENTIFIERS for m in p.finditer(answer)},
+                   key=lambda s: (s[0], -s[1]))
+    kept: list[tuple[int, int]] = []
+    for start, end in spans:
+        if not kept or end > kept[-1][1]:  # drop matches nested inside an earlier, longer one
+            kept.append((start, end))
+    return [answer[a:b].rstrip(".,;:") for a, b in kept]
+
+
+def check_answer(answer: str, citations: Sequence[Citation]) -> AnswerCheck:
+    """Check that every [n] names a real source, every claim cites one, and no link was invented."""
+    known = {c.n for c in citations}
+    unknown = tuple(sorted({n for n in _refs(answer) if n not in known}))
+    uncited = tuple(s for s in sentences(answer) if is_claim(s) and not _MARKER.search(s))
+    return AnswerCheck(unknown_refs=unknown, uncited_sentences=uncited,
+                       invented_links=tuple(invented_identifiers(answer)))
+
+
+@dataclass(frozen=True)
+class GroundedAnswer:
+    """A generated answer, the citations its numbers refer to, and the checker's verdict."""
+
+    question: str
+    text: str
+    citations: tuple[Citation, ...]
+    check: AnswerCheck
+
+
+def answer(question: str, hits: Sequence[Hit], generate: Callable[[str], str], cut: float,
+           k: int = 4) -> GroundedAnswer | NoAnswer:
+    """Gate, then build the context, then generate: `generate` is never called after NoAnswer.
+
+    `generate` takes the prompt and returns the model's text (any local model, or a stub).
+    """
+    gated = gate(hits, cut, k, query=question)
+    if isinstance(gated, NoAnswer):
+        return gated
+    context = build_context(question, gated.hits)
+    text = generate(context.prompt)
+    return GroundedAnswer(question=question, text=text, citations=context.citations,
+                          check=check_answer(text, context.citations))
