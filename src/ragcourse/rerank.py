@@ -1,0 +1,365 @@
+"""Reranking a shortlist: a cross-encoder if one is installed, else late interaction (chapter 5).
+
+A first-stage retriever (BM25, dense, or their RRF fusion) returns a shortlist; a reranker scores
+each (query, passage) pair again, more carefully, and the shortlist is re-sorted by that score.
+Two rerankers implement the same small `Reranker` protocol:
+
+- `CrossEncoderReranker`: query and passage go through one transformer together and come out as a
+  single relevance score (the seed uses cross-encoder/ms-marco-MiniLM-L6-v2). No wheel on the
+  package registries carries a trained MS MARCO cross-encoder, so this path is used only when
+  `RAGCOURSE_RERANKER` names a local folder (or a hub name, with downloads allowed).
+- `LateInteractionReranker`: ColBERT-style MaxSim (Khattab & Zaharia, SIGIR 2020) over the
+  embedder's own token vectors. Passage token vectors are computed once and cached, so a query
+  costs one short forward pass plus a matrix product. It needs no model beyond the embedder,
+  which is why it is the offline default (`default_reranker`).
+
+Left out on purpose: training or fine-tuning any reranker (weak Django title->body pairs made a
+fine-tuned cross-encoder worse in a trial; see the chapter), ColBERT's query augmentation with
+[MASK] tokens and its learned 128-d projection (the MiniLM's 384-d vectors are used as they are),
+and approximate MaxSim indexes (PLAID): a shortlist of 25 is scored exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from . import models
+from .chunking import Chunk
+from .corpus import DATA_DIR
+from .dense import model_fingerprint, text_key
+
+TOKENS_DIR = DATA_DIR / "cache" / "tokens"
+USES = ("text", "content")
+#: MaxSim scores are rounded to this many decimals, so float noise (BLAS, thread count) cannot
+#: reorder near-ties between machines; exact ties then keep their shortlist order.
+DECIMALS = 6
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Anything that scores passages for one query; higher means more relevant.
+
+    `use` names the `Chunk` field the reranker reads ("text": header + content, or "content").
+    """
+
+    name: str
+    use: str
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        """One float score per passage, in the order given."""
+        ...
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """A chunk after reranking: its new score, its new rank and its rank before (both from 1)."""
+
+    chunk: Chunk
+    score: float
+    rank: int
+    old_rank: int
+
+
+def _check_use(use: str) -> str:
+    if use not in USES:
+        raise ValueError(f"use={use!r}: expected one of {list(USES)}")
+    return use
+
+
+def order_by_score(scores: Sequence[float]) -> list[int]:
+    """Positions by score descending, ties by position: `order_by_score([1, 3, 1]) -> [1, 0, 2]`."""
+    values = np.asarray(scores, dtype=np.float64)
+    return np.lexsort((np.arange(len(values)), -values)).tolist()
+
+
+def rerank(
+    reranker: Reranker, query: str, chunks: Sequence[Chunk], top: int | None = None
+) -> list[Reranked]:
+    """Score `chunks` (a shortlist, best first) with `reranker` and re-sort them.
+
+    Sorted by score descending; equal scores keep their shortlist order (old rank ascending).
+    `top` keeps only the first `top` results (None keeps all).
+    """
+    if top is not None and (not isinstance(top, int) or top < 1):
+        raise ValueError(f"top={top!r}: expected None or an integer >= 1")
+    field = _check_use(getattr(reranker, "use", "text"))
+    if not chunks:
+        return []
+    passages = [getattr(c, field) for c in chunks]
+    scores = np.asarray(reranker.score(query, passages), dtype=np.float64)
+    assert scores.shape == (len(chunks),), f"{reranker.name}: {scores.shape} for {len(chunks)}"
+    order = order_by_score(scores)[:top]
+    return [Reranked(chunks[i], float(scores[i]), rank, i + 1)
+            for rank, i in enumerate(order, start=1)]
+
+
+def latency(reranker: Reranker, queries: Sequence[str], shortlists: Sequence[Sequence[str]],
+            warmup: bool = True) -> float:
+    """Mean wall-clock milliseconds of `reranker.score` per query (time.perf_counter).
+
+    With `warmup`, the first query is scored once untimed (lazy loading, first-call allocations).
+    Passages the reranker caches (late interaction) should be indexed beforehand: this measures
+    query time, not index time.
+    """
+    if len(queries) != len(shortlists) or not queries:
+        raise ValueError(f"{len(queries)} queries, {len(shortlists)} shortlists: "
+                         "expected as many of each, at least one")
+    if warmup:
+        reranker.score(queries[0], list(shortlists[0]))
+    started = time.perf_counter()
+    for query, passages in zip(queries, shortlists, strict=True):
+        reranker.score(query, list(passages))
+    return 1000 * (time.perf_counter() - started) / len(queries)
+
+
+# --- cross-encoder -----------------------------------------------------------------------------
+
+class CrossEncoderReranker:
+    """A sentence-transformers CrossEncoder (e.g. cross-encoder/ms-marco-MiniLM-L6-v2).
+
+    `source` is a local folder (or a hub name with RAGCOURSE_ALLOW_DOWNLOAD=1); None reads
+    `RAGCOURSE_RERANKER`. Pairs longer than `max_length` tokens are truncated by the tokenizer.
+    """
+
+    def __init__(self, source: str | None = None, batch_size: int = 32, max_length: int = 512,
+                 use: str = "text") -> None:
+        if batch_size < 1 or max_length < 8:
+            raise ValueError(f"batch_size={batch_size!r}, max_length={max_length!r}: "
+                             "expected batch_size >= 1 and max_length >= 8")
+        if source is None:
+            spec = models.reranker_spec()
+            if spec is None:
+                raise ValueError("source=None and RAGCOURSE_RERANKER is not set: "
+                                 "expected a cross-encoder folder")
+            name, resolved = spec.name, spec.source
+        else:  # the same rule as RAGCOURSE_RERANKER: a folder, or a hub name only with downloads on
+            name, resolved = source, models.resolve_source(source, "source")
+        self.name, self.use = name, _check_use(use)
+        self.batch_size, self.max_length = batch_size, max_length
+        self.model = models.load_cross_encoder(resolved)
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        """One relevance score per passage (the model's output; only the order matters)."""
+        if not passages:
+            return np.zeros(0, dtype=np.float32)
+        self.model.max_length = self.max_length  # the loaded model is shared: set ours each call
+        scores = self.model.predict([(query, p) for p in passages], batch_size=self.batch_size,
+                                    show_progress_bar=False, convert_to_numpy=True)
+        scores = np.asarray(scores, dtype=np.float32)
+        if scores.shape != (len(passages),):
+            raise ValueError(f"{self.name} gives scores of shape {scores.shape}: expected one "
+                             "output label (a relevance score), like the ms-marco cross-encoders")
+        return scores
+
+
+# --- late interaction --------------------------------------------------------------------------
+
+def maxsim(query_tokens: np.ndarray, passage_tokens: np.ndarray) -> float:
+    """Late interaction: each query token's best dot product with any passage token, summed.
+
+    ``score(q, p) = sum_i max_j <q_i, p_j>`` (Khattab & Zaharia, "ColBERT", SIGIR 2020); with unit
+    rows each dot product is a cosine. Rounded to `DECIMALS` places. Worked example, two query
+    tokens and three passage tokens:
+
+    >>> q = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> p = np.array([[0.6, 0.8], [1.0, 0.0], [0.0, -1.0]])
+    >>> maxsim(q, p)  # q_0: max(0.6, 1.0, 0.0) = 1.0;  q_1: max(0.8, 0.0, -1.0) = 0.8
+    1.8
+    """
+    q, p = np.asarray(query_tokens, dtype=np.float32), np.asarray(passage_tokens, dtype=np.float32)
+    if q.ndim != 2 or p.ndim != 2 or q.shape[1] != p.shape[1] or len(q) == 0 or len(p) == 0:
+        raise ValueError(f"query {q.shape}, passage {p.shape}: expected non-empty (n, d), (m, d)")
+    return round(float((q @ p.T).max(axis=1).sum(dtype=np.float64)), DECIMALS)
+
+
+def maxsim_many(query_tokens: np.ndarray, passages: Sequence[np.ndarray]) -> np.ndarray:
+    """`maxsim` against many passages with one matrix product over their stacked tokens."""
+    lengths = np.array([len(p) for p in passages])
+    if len(passages) == 0 or (lengths == 0).any():
+        raise ValueError(f"passage token counts {lengths.tolist()}: expected >= 1 token each")
+    stacked = np.concatenate(passages).astype(np.float32)
+    sims = np.asarray(query_tokens, dtype=np.float32) @ stacked.T
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    best = np.maximum.reduceat(sims, starts, axis=1)  # (query tokens, passages)
+    return np.round(best.sum(axis=0, dtype=np.float64), DECIMALS)
+
+
+def special_ids(tokenizer) -> set[int]:
+    """Token ids that carry no text: [CLS], [SEP], [PAD] (not [UNK], which stands for real text)."""
+    ids = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id,
+           tokenizer.bos_token_id, tokenizer.eos_token_id)
+    return {i for i in ids if i is not None}
+
+
+def token_vectors(model, texts: list[str], batch_size: int = 32) -> list[np.ndarray]:
+    """Per text, the L2-normalised vectors of its real tokens (float32), special tokens dropped.
+
+    Texts longer than the model's `max_seq_length` (256 for the MiniLM) are truncated.
+    """
+    import torch
+
+    drop = torch.tensor(sorted(special_ids(model.tokenizer)))
+    prepare = getattr(model, "preprocess", None) or model.tokenize  # `tokenize` before ST 6
+    out: list[np.ndarray] = [np.zeros(0)] * len(texts)
+    by_length = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))  # less padding
+    for start in range(0, len(texts), batch_size):
+        batch = by_length[start:start + batch_size]
+        features = prepare([texts[i] for i in batch])
+        with torch.inference_mode():
+            hidden = model(features)["token_embeddings"]
+        keep = features["attention_mask"].bool() & ~torch.isin(features["input_ids"], drop)
+        for row, i in enumerate(batch):
+            vectors = torch.nn.functional.normalize(hidden[row][keep[row]], dim=-1)
+            out[i] = vectors.numpy().astype(np.float32)
+    return out
+
+
+class LateInteractionReranker:
+    """ColBERT-style MaxSim over the embedder's L2-normalised token vectors (no training needed).
+
+    Passage token matrices are kept in memory, keyed by a hash of the text, as float16 (both fresh
+    and reloaded ones, so scores do not depend on the cache). `index` also writes them to
+    `cache_dir/<model fingerprint>-L<max length>.npz`. `embedder_model` is a sentence-transformers
+    model, or None for `ragcourse.models.load_embedder()`.
+    """
+
+    def __init__(self, embedder_model=None, use: str = "text", cache_dir: Path | None = TOKENS_DIR,
+                 fingerprint: str | None = None, batch_size: int = 32) -> None:
+        if embedder_model is None:
+            spec = models.embedder_spec()
+            embedder_model, fingerprint = models.load_embedder(), model_fingerprint(spec.source)
+            model_name = spec.name
+        else:
+            model_name = type(embedder_model).__name__
+        self.model, self.use, self.batch_size = embedder_model, _check_use(use), batch_size
+        self.name = f"late interaction ({model_name.rsplit('/', 1)[-1]}, {use})"
+        self.fingerprint = fingerprint
+        self.cache_dir = None if fingerprint is None or cache_dir is None else Path(cache_dir)
+        self.tokens: dict[str, np.ndarray] = {}
+        self.last_stats: dict = {}
+        self._loaded = False
+
+    def _cache_file(self) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / f"{self.fingerprint}-L{self.model.max_seq_length}.npz"
+
+    def _load(self) -> None:
+        """Read the disk cache once, on first use."""
+        path, self._loaded = self._cache_file(), True
+        if path is None or not path.is_file():
+            return
+        with np.load(path) as data:
+            pieces = np.split(data["tokens"], np.cumsum(data["lengths"])[:-1])
+            self.tokens.update(zip(data["keys"].tolist(), pieces, strict=True))
+
+    def save(self) -> Path | None:
+        """Write every cached passage matrix to disk (npz: keys, lengths, stacked fp16 tokens)."""
+        path = self._cache_file()
+        if path is None or not self.tokens:
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        keys = sorted(self.tokens)
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=np.array(keys), lengths=np.array([len(self.tokens[k]) for k in keys]),
+                 tokens=np.concatenate([self.tokens[k] for k in keys]))
+        os.replace(tmp, path)
+        return path
+
+    def passage_tokens(self, passages: list[str]) -> list[np.ndarray]:
+        """Token matrices (float16) for `passages`, computing only those not cached yet."""
+        if not self._loaded:
+            self._load()
+        keys = [text_key(p) for p in passages]
+        missing = dict(zip(keys, passages, strict=True))
+        missing = {k: t for k, t in missing.items() if k not in self.tokens}
+        started = time.perf_counter()
+        if missing:
+            vectors = token_vectors(self.model, list(missing.values()), self.batch_size)
+            for key, matrix in zip(missing, vectors, strict=True):
+                self.tokens[key] = matrix.astype(np.float16)
+        self.last_stats = {"passages": len(passages), "encoded": len(missing),
+                           "seconds": time.perf_counter() - started}
+        return [self.tokens[k] for k in keys]
+
+    def index(self, passages: list[str]) -> Path | None:
+        """Precompute (and save, if there is a disk cache) the token matrices of `passages`."""
+        self.passage_tokens(passages)
+        return self.save() if self.last_stats["encoded"] else self._cache_file()
+
+    def query_tokens(self, query: str) -> np.ndarray:
+        """The query's token vectors (float32, never cached)."""
+        return token_vectors(self.model, [query])[0]
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        """MaxSim of the query against every passage."""
+        if not passages:
+            return np.zeros(0, dtype=np.float64)
+        q = self.query_tokens(query)
+        if len(q) == 0:
+            raise ValueError(f"query={query!r} has no tokens: expected some text")
+        return maxsim_many(q, self.passage_tokens(passages))
+
+
+# --- a small generator as a judge (optional) -----------------------------------------------------
+
+JUDGE_SYSTEM = "You decide whether a passage answers a question. Reply with yes or no."
+
+
+class SmolJudgeReranker:
+    """Pointwise LLM judge: score = logit("yes") - logit("no") for the next token (SmolLM2-135M).
+
+    Each (query, passage) pair becomes one chat prompt; the passage is cut to `max_length`
+    tokens. Slow (a causal LM forward per pair) and, at 135M parameters, a weak judge: on a toy
+    pair it preferred the unrelated passage. Experimental and not evaluated; never the default.
+    """
+
+    def __init__(self, batch_size: int = 8, max_length: int = 256, use: str = "text") -> None:
+        if batch_size < 1 or max_length < 8:
+            raise ValueError(f"batch_size={batch_size!r}, max_length={max_length!r}: "
+                             "expected batch_size >= 1 and max_length >= 8")
+        self.tokenizer, self.model = models.load_generator()
+        self.name, self.use = "SmolLM2-135M judge", _check_use(use)
+        self.batch_size, self.max_length = batch_size, max_length
+        first = [self.tokenizer.encode(w, add_special_tokens=False)[0] for w in ("yes", "no")]
+        self.yes_id, self.no_id = first
+
+    def prompt(self, query: str, passage: str) -> str:
+        """The chat prompt for one pair, ending where the assistant's answer starts."""
+        ids = self.tokenizer.encode(passage, add_special_tokens=False)[: self.max_length]
+        question = (f"Question: {query}\n\nPassage: {self.tokenizer.decode(ids)}\n\n"
+                    "Does the passage answer the question? Reply yes or no.")
+        messages = [{"role": "system", "content": JUDGE_SYSTEM},
+                    {"role": "user", "content": question}]
+        return self.tokenizer.apply_chat_template(messages, tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        """yes-minus-no logit per passage, batched with left padding."""
+        import torch
+
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        out = []
+        for start in range(0, len(passages), self.batch_size):
+            prompts = [self.prompt(query, p) for p in passages[start:start + self.batch_size]]
+            batch = self.tokenizer(prompts, return_tensors="pt", padding=True)
+            with torch.inference_mode():
+                logits = self.model(**batch).logits[:, -1, :]
+            out.extend((logits[:, self.yes_id] - logits[:, self.no_id]).tolist())
+        return np.asarray(out, dtype=np.float32)
+
+
+def default_reranker() -> Reranker:
+    """The cross-encoder named by RAGCOURSE_RERANKER if set, else late interaction (embedder)."""
+    if models.reranker_spec() is not None:
+        return CrossEncoderReranker()
+    return LateInteractionReranker()

@@ -1,0 +1,186 @@
+"""Reranking: MaxSim by hand, ordering and ties, the cross-encoder path, late interaction, caches."""
+
+import time
+
+import numpy as np
+import pytest
+
+from ragcourse import models
+from ragcourse.chunking import Chunk
+from ragcourse.rerank import (
+    CrossEncoderReranker,
+    LateInteractionReranker,
+    default_reranker,
+    latency,
+    maxsim,
+    maxsim_many,
+    rerank,
+    token_vectors,
+)
+
+PAELLA = "Paella is cooked in a wide shallow pan over an open fire."
+TABLES = "A grid table draws its cells with plus signs, dashes and vertical bars."
+
+
+@pytest.fixture
+def no_reranker_env(monkeypatch):
+    monkeypatch.delenv("RAGCOURSE_RERANKER", raising=False)
+    monkeypatch.delenv("RAGCOURSE_ALLOW_DOWNLOAD", raising=False)
+    return monkeypatch
+
+
+def make_chunk(index: int, content: str) -> Chunk:
+    return Chunk("toy", "Toy", "S", 0, len(content), content, f"[Toy > S]\n{content}", "E", index)
+
+
+class FixedScores:
+    """A fake reranker: a fixed score per passage, read from `use`."""
+
+    def __init__(self, scores: dict[str, float], use: str = "content") -> None:
+        self.name, self.use, self.scores, self.calls = "fixed", use, scores, 0
+
+    def score(self, query, passages):
+        self.calls += 1
+        return np.array([self.scores[p] for p in passages])
+
+
+# --- maxsim -------------------------------------------------------------------------------------
+
+def test_maxsim_matches_a_hand_computed_toy():
+    q = np.array([[1.0, 0.0], [0.6, 0.8]])
+    p = np.array([[0.0, 1.0], [0.8, 0.6], [-1.0, 0.0]])
+    # q0 . p = (0, 0.8, -1) -> 0.8;  q1 . p = (0.8, 0.48 + 0.48, -0.6) -> 0.96
+    assert maxsim(q, p) == pytest.approx(0.8 + 0.96, abs=1e-6)
+
+
+def test_maxsim_many_agrees_with_maxsim_per_passage():
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(5, 8))
+    passages = [rng.normal(size=(n, 8)) for n in (3, 1, 7)]
+    expected = [maxsim(q, p) for p in passages]
+    np.testing.assert_allclose(maxsim_many(q, passages), expected, atol=1e-5)
+
+
+def test_maxsim_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match="expected non-empty"):
+        maxsim(np.ones((2, 3)), np.ones((2, 4)))
+    with pytest.raises(ValueError, match=r"\[2, 0\]"):
+        maxsim_many(np.ones((2, 3)), [np.ones((2, 3)), np.ones((0, 3))])
+
+
+# --- rerank and latency -------------------------------------------------------------------------
+
+def test_rerank_sorts_by_score_and_breaks_ties_by_old_rank():
+    chunks = [make_chunk(i, c) for i, c in enumerate(["a", "b", "c", "d"])]
+    reranker = FixedScores({"a": 0.2, "b": 0.9, "c": 0.2, "d": 0.5})
+    out = rerank(reranker, "q", chunks)
+    assert [r.chunk.content for r in out] == ["b", "d", "a", "c"]
+    assert [r.old_rank for r in out] == [2, 4, 1, 3]
+    assert [r.rank for r in out] == [1, 2, 3, 4]
+    assert [r.score for r in out] == [0.9, 0.5, 0.2, 0.2]
+    assert [r.chunk.content for r in rerank(reranker, "q", chunks, top=2)] == ["b", "d"]
+
+
+def test_rerank_reads_the_field_the_reranker_uses():
+    chunk = make_chunk(0, "a")
+    assert rerank(FixedScores({"[Toy > S]\na": 1.0}, use="text"), "q", [chunk])[0].score == 1.0
+    with pytest.raises(ValueError, match="expected one of"):
+        rerank(FixedScores({}, use="title"), "q", [chunk])
+    with pytest.raises(ValueError, match="top=0"):
+        rerank(FixedScores({"a": 1.0}), "q", [chunk], top=0)
+
+
+def test_latency_is_milliseconds_per_query_after_one_warmup_call():
+    class Sleepy(FixedScores):
+        def score(self, query, passages):
+            time.sleep(0.02)
+            return super().score(query, passages)
+
+    sleepy = Sleepy({"a": 1.0})
+    ms = latency(sleepy, ["q1", "q2", "q3"], [["a"], ["a"], ["a"]])
+    assert 20 <= ms < 200
+    assert sleepy.calls == 4
+    with pytest.raises(ValueError, match="2 queries, 1 shortlists"):
+        latency(sleepy, ["q1", "q2"], [["a"]])
+
+
+# --- cross-encoder ------------------------------------------------------------------------------
+
+def test_missing_cross_encoder_folder_raises_a_useful_error(no_reranker_env, tmp_path):
+    missing = tmp_path / "no-such-model"
+    no_reranker_env.setenv("RAGCOURSE_RERANKER", str(missing))
+    with pytest.raises(models.ModelNotFoundError, match="RAGCOURSE_RERANKER") as err:
+        default_reranker()
+    assert str(missing) in str(err.value) and "RAGCOURSE_ALLOW_DOWNLOAD" in str(err.value)
+    with pytest.raises(models.ModelNotFoundError, match="no-such-model"):
+        CrossEncoderReranker(str(missing))
+
+
+@pytest.fixture(scope="module")
+def cross_encoder_dir():
+    """A local folder CrossEncoder can load: the MiniLM, which it wraps with an untrained
+    one-label head (its scores are noise, but the loading, batching and truncation are real)."""
+    return models.embedder_spec().source
+
+
+def test_default_reranker_is_the_cross_encoder_when_the_variable_is_set(
+        no_reranker_env, cross_encoder_dir):
+    no_reranker_env.setenv("RAGCOURSE_RERANKER", str(cross_encoder_dir))
+    reranker = default_reranker()
+    assert isinstance(reranker, CrossEncoderReranker)
+    assert reranker.name == str(cross_encoder_dir)
+
+
+def test_default_reranker_is_late_interaction_without_the_variable(no_reranker_env):
+    reranker = default_reranker()
+    assert isinstance(reranker, LateInteractionReranker)
+    assert reranker.use == "text"
+
+
+def test_cross_encoder_batches_and_truncates(cross_encoder_dir):
+    long = "tables " * 400
+    passages = [PAELLA, TABLES, long, long + "paella paella paella"]
+    one = CrossEncoderReranker(str(cross_encoder_dir), batch_size=1, max_length=32)
+    many = CrossEncoderReranker(str(cross_encoder_dir), batch_size=32, max_length=32)
+    scores = one.score("how do I cook paella", passages)
+    assert scores.shape == (4,)
+    np.testing.assert_allclose(many.score("how do I cook paella", passages), scores, atol=1e-5)
+    assert scores[2] == pytest.approx(scores[3], abs=1e-6), "text past max_length must be cut off"
+    assert scores[0] != pytest.approx(scores[1], abs=1e-6)
+
+
+# --- late interaction ---------------------------------------------------------------------------
+
+def test_special_tokens_are_dropped_and_rows_are_unit_norm(embedder):
+    tokens = token_vectors(embedder, ["hello world", "a grid table"])
+    assert [len(t) for t in tokens] == [2, 3]  # [CLS] and [SEP] are gone, padding too
+    np.testing.assert_allclose(np.linalg.norm(tokens[1], axis=1), 1.0, atol=1e-5)
+    raw = embedder.encode(["hello world"], output_value="token_embeddings")[0].numpy()  # with CLS/SEP
+    inner = raw[1:-1] / np.linalg.norm(raw[1:-1], axis=1, keepdims=True)
+    np.testing.assert_allclose(tokens[0], inner, atol=1e-4)
+
+
+def test_late_interaction_ranks_the_relevant_passage_first(embedder):
+    reranker = LateInteractionReranker(embedder, use="content", cache_dir=None)
+    chunks = [make_chunk(0, TABLES), make_chunk(1, PAELLA)]
+    out = rerank(reranker, "how do I cook paella?", chunks)
+    assert [r.chunk.content for r in out] == [PAELLA, TABLES]
+    assert out[0].old_rank == 2 and out[0].score > out[1].score
+
+
+def test_passage_tokens_are_cached_in_memory_and_on_disk(embedder, tmp_path):
+    first = LateInteractionReranker(embedder, cache_dir=tmp_path, fingerprint="abcd")
+    first.index([PAELLA, TABLES, PAELLA])
+    assert first.last_stats["encoded"] == 2  # the repeated passage is encoded once
+    before = first.score("cooking rice", [PAELLA, TABLES])
+    assert first.last_stats["encoded"] == 0
+    assert len(list(tmp_path.glob("abcd-L*.npz"))) == 1
+
+    again = LateInteractionReranker(embedder, cache_dir=tmp_path, fingerprint="abcd")
+    after = again.score("cooking rice", [PAELLA, TABLES])
+    assert again.last_stats["encoded"] == 0, "a second instance must reuse the disk cache"
+    np.testing.assert_array_equal(after, before)
+
+    other = LateInteractionReranker(embedder, cache_dir=tmp_path, fingerprint="ef01")
+    other.score("cooking rice", [PAELLA])
+    assert other.last_stats["encoded"] == 1, "another model must not reuse these tokens"
