@@ -1,0 +1,114 @@
+# ragcourse: set-up, tests and the book.
+#
+#   make book        venv + pinned deps + corpus + local MathJax, then the HTML book (-W -n)
+#   make test        the same set-up, ruff, then pytest over tests/ and the notebooks, offline
+#   make reproduce   re-execute every notebook in place (maintainers), then strip volatile metadata
+#   make bench       run benchmarks/bench_*.py (ratios measured side by side in one run)
+#   make corpus | install | mathjax | screenshots | clean
+#
+# Stamp files under .venv/.stamps keep repeated runs quick.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+STAMPS := $(VENV)/.stamps
+BOOK_HTML := book/_build/html
+
+# Nothing at run time may reach the network: the Hugging Face libraries stay offline.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# Progress bars are for people at a keyboard; in stored and re-executed outputs they would wobble.
+export RAGCOURSE_PROGRESS := 0
+
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
+BOOK_SOURCES := book/_config.yml book/_toc.yml $(wildcard book/*.md book/*.bib) $(NOTEBOOKS)
+LINT_PATHS := $(wildcard src tests benchmarks)
+
+# Pytest runs in its own network namespace (loopback only) when the kernel allows it;
+# pytest-socket blocks outside connections in-process either way.
+NETNS := $(shell unshare -n true >/dev/null 2>&1 && echo yes || echo no)
+PYTEST_ARGS := -p no:cacheprovider \
+	--disable-socket --allow-unix-socket --allow-hosts=127.0.0.1,::1,localhost \
+	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
+	tests notebooks
+
+.PHONY: help install corpus mathjax book test lint reproduce bench screenshots clean
+
+help:
+	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
+
+install: $(STAMPS)/install
+
+$(STAMPS)/install: requirements.txt pyproject.toml
+	@if [ ! -x "$(PY)" ]; then \
+		echo ">> creating $(VENV) with $(PYTHON)"; \
+		"$(PYTHON)" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
+			|| { echo "Python 3.11 is required (set PYTHON=/path/to/python3.11)"; exit 1; }; \
+		"$(PYTHON)" -m venv $(VENV); \
+	fi
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ragcourse)" >/dev/null
+	mkdir -p $(STAMPS) && touch $@
+
+corpus: $(STAMPS)/corpus
+
+$(STAMPS)/corpus: $(STAMPS)/install src/ragcourse/corpus.py
+	$(PY) -m ragcourse.corpus build
+	touch $@
+
+mathjax: $(STAMPS)/mathjax
+
+$(STAMPS)/mathjax: scripts/fetch_mathjax.py | $(STAMPS)/install
+	$(PY) scripts/fetch_mathjax.py book/_extra/mathjax
+	touch $@
+
+book: $(STAMPS)/book
+
+$(STAMPS)/book: $(STAMPS)/install $(STAMPS)/corpus $(STAMPS)/mathjax $(BOOK_SOURCES)
+	@test -f book/_extra/mathjax/tex-svg-full.js || { rm -f $(STAMPS)/mathjax; $(MAKE) mathjax; }
+	$(BIN)/jupyter-book build book -W -n --keep-going
+	touch $@
+
+lint: $(STAMPS)/install
+	$(BIN)/ruff check $(LINT_PATHS)
+
+# The HTML tests check the built book, so the book is built (warnings as errors) first.
+test: lint book
+ifeq ($(NETNS),yes)
+	RAGCOURSE_REQUIRE_BOOK=1 RAGCOURSE_NETNS=1 unshare -n sh -c \
+		'ip link set lo up 2>/dev/null; exec $(PY) -m pytest $(PYTEST_ARGS)'
+else
+	@echo ">> unshare -n is unavailable: relying on pytest-socket alone"
+	RAGCOURSE_REQUIRE_BOOK=1 $(PY) -m pytest $(PYTEST_ARGS)
+endif
+
+reproduce: $(STAMPS)/install $(STAMPS)/corpus
+	@for nb in $(NOTEBOOKS); do \
+		echo ">> executing $$nb"; \
+		$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+			--ExecutePreprocessor.kernel_name=python3 \
+			--ExecutePreprocessor.timeout=1800 \
+			--ExecutePreprocessor.record_timing=False "$$nb"; \
+	done
+	$(PY) scripts/strip_metadata.py $(NOTEBOOKS)
+
+bench: $(STAMPS)/install $(STAMPS)/corpus
+	@shopt -s nullglob; files=(benchmarks/bench_*.py); \
+	if [ $${#files[@]} -eq 0 ]; then echo "no benchmarks/bench_*.py"; exit 1; fi; \
+	for f in "$${files[@]}"; do echo ">> $$f"; $(PY) "$$f"; done
+
+screenshots: book
+	scripts/screenshot.sh
+
+clean:
+	rm -rf book/_build book/_extra/mathjax data/corpus data/cache
+	rm -f $(STAMPS)/corpus $(STAMPS)/mathjax $(STAMPS)/book

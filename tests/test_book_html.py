@@ -1,0 +1,119 @@
+"""Checks on the built HTML book (book/_build/html): it loads nothing from an outside host.
+
+`make test` builds the book first (warnings as errors) and sets RAGCOURSE_REQUIRE_BOOK=1, so a
+missing build fails there; a bare `pytest` without a build skips these tests.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "book" / "_build" / "html"
+MATHJAX = HTML / "mathjax" / "tex-svg-full.js"
+
+# Tags whose URL attributes the browser fetches by itself (plain <a href> links are not fetched).
+FETCHING_TAGS = {"script", "link", "img", "iframe", "source", "video", "audio", "embed", "object",
+                 "track", "input"}
+URL_ATTRS = {"src", "href", "data", "poster", "srcset"}
+OUTSIDE_URL = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
+CSS_OUTSIDE = re.compile(r"(?:@import\s+(?:url\()?|url\()\s*['\"]?(?:https?:)?//", re.IGNORECASE)
+
+if not HTML.is_dir():
+    if os.environ.get("RAGCOURSE_REQUIRE_BOOK") == "1":
+        raise AssertionError(f"{HTML} is missing: `make book` should have built it")
+    pytest.skip("the book is not built (run `make book`)", allow_module_level=True)
+
+
+class _Fetches(HTMLParser):
+    """Collects (tag, attribute, value) for every URL a page makes the browser fetch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[tuple[str, str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in FETCHING_TAGS:
+            return
+        for name, value in attrs:
+            if name in URL_ATTRS and value:
+                for part in value.split(",") if name == "srcset" else [value]:
+                    self.urls.append((tag, name, part.strip().split(" ")[0]))
+
+
+def _fetches(page: Path) -> list[tuple[str, str, str]]:
+    parser = _Fetches()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser.urls
+
+
+def _pages() -> list[Path]:
+    """The site's pages (not the theme's template fragments in _static, nor MathJax's files)."""
+    skip = {"_static", "mathjax", "_sources"}
+    return sorted(p for p in HTML.rglob("*.html") if not skip & set(p.relative_to(HTML).parts))
+
+
+def _local_target(page: Path, url: str) -> Path:
+    """The file a relative URL on `page` points to (query and fragment dropped)."""
+    return (page.parent / urlsplit(url).path).resolve()
+
+
+def test_landing_page_and_chapter_one_exist():
+    assert (HTML / "index.html").is_file()
+    assert (HTML / "intro.html").is_file()
+    assert (HTML / "notebooks" / "01-corpus.html").is_file()
+
+
+def test_every_toc_entry_has_a_page():
+    toc = yaml.safe_load((ROOT / "book" / "_toc.yml").read_text(encoding="utf-8"))
+    entries = [toc["root"]] + [c["file"] for c in toc.get("chapters", [])]
+    missing = [e for e in entries if not (HTML / f"{e}.html").is_file()]
+    assert not missing, f"no HTML page for {missing}"
+
+
+def test_no_page_fetches_from_an_outside_host():
+    outside = [
+        (str(page.relative_to(HTML)), tag, attr, url)
+        for page in _pages()
+        for tag, attr, url in _fetches(page)
+        if OUTSIDE_URL.match(url)
+    ]
+    assert not outside, f"pages load from outside hosts: {outside[:10]}"
+
+
+def test_stylesheets_import_nothing_from_outside():
+    offenders = [
+        str(css.relative_to(HTML))
+        for css in sorted((HTML / "_static").rglob("*.css"))
+        if CSS_OUTSIDE.search(css.read_text(encoding="utf-8", errors="replace"))
+    ]
+    assert not offenders, f"stylesheets that fetch from outside hosts: {offenders}"
+
+
+def test_local_scripts_and_styles_exist():
+    broken = []
+    for page in _pages():
+        for tag, _attr, url in _fetches(page):
+            if tag in ("script", "link") and not OUTSIDE_URL.match(url) and not url.startswith("data:"):
+                if not _local_target(page, url).exists():
+                    broken.append((str(page.relative_to(HTML)), url))
+    assert not broken, f"references to missing local files: {broken[:10]}"
+
+
+def test_mathjax_is_served_locally_wherever_there_is_math():
+    assert MATHJAX.is_file(), f"{MATHJAX} is missing (make mathjax)"
+    with_math = [p for p in _pages() if 'class="math' in p.read_text(encoding="utf-8")]
+    assert with_math, "no page contains math, so the MathJax set-up is untested"
+    for page in with_math:
+        scripts = [url for tag, _a, url in _fetches(page) if tag == "script" and "mathjax" in url]
+        assert scripts, f"{page.relative_to(HTML)} has math but loads no MathJax"
+        for url in scripts:
+            assert not OUTSIDE_URL.match(url), f"{page.relative_to(HTML)} loads MathJax from {url}"
+            assert _local_target(page, url) == MATHJAX.resolve(), (page, url)

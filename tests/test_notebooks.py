@@ -1,0 +1,165 @@
+"""Static checks on the committed notebooks, and proof that the test run is offline.
+
+nbval (run by `make test`) re-executes each notebook and compares outputs, but it passes a
+notebook whose cells were never run and does not look at the book's table of contents. These
+tests cover that: every code cell executed in order, no stored errors, every notebook in
+book/_toc.yml, every `{glue}` reference backed by a stored glue output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+TOC = ROOT / "book" / "_toc.yml"
+OUTSIDE = ("1.1.1.1", 443)  # a public address; no test may reach it
+
+# {glue}`name`, {glue:text}`name:.3f`, {glue:md}`name`, and ```{glue:figure} name
+GLUE_ROLE = re.compile(r"\{glue(?::[a-z]+)?\}`([^`:]+)(?::[^`]*)?`")
+GLUE_DIRECTIVE = re.compile(r"^(?:`{3,}|:{3,})\{glue(?::[a-z]+)?\}\s+(\S+)", re.MULTILINE)
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def _code_cells(nb: dict) -> list[dict]:
+    return [c for c in nb["cells"] if c["cell_type"] == "code" and _source(c).strip()]
+
+
+def _toc_files(node: object) -> set[str]:
+    """Every `root:`/`file:` entry of a jb-book table of contents, without suffix."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("root", "file") and isinstance(value, str):
+                found.add(str(Path(value).with_suffix("")))
+            else:
+                found |= _toc_files(value)
+    elif isinstance(node, list):
+        for item in node:
+            found |= _toc_files(item)
+    return found
+
+
+def _glued_names(nb: dict) -> set[str]:
+    """Names stored by `myst_nb.glue` in the notebook's outputs (metadata.scrapbook.name)."""
+    names = set()
+    for cell in _code_cells(nb):
+        for output in cell.get("outputs", []):
+            scrapbook = output.get("metadata", {}).get("scrapbook", {})
+            if "name" in scrapbook:
+                names.add(scrapbook["name"])
+    return names
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "notebooks/ holds no .ipynb file"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_code_cell_was_executed_in_order(path: Path):
+    counts = [c["execution_count"] for c in _code_cells(_load(path))]
+    missing = [i for i, n in enumerate(counts) if n is None]
+    assert not missing, f"{path.name}: code cells {missing} were never run (make reproduce)"
+    assert counts == sorted(counts) and len(set(counts)) == len(counts), (
+        f"{path.name}: execution counts {counts} show the cells were not run top to bottom"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_stored_errors(path: Path):
+    bad = []
+    for index, cell in enumerate(_code_cells(_load(path))):
+        tags = cell.get("metadata", {}).get("tags", [])
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if errors and "raises-exception" not in tags:
+            bad.append((index, errors[0].get("ename"), errors[0].get("evalue")))
+    assert not bad, f"{path.name}: error outputs in code cells (index, type, message): {bad}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_volatile_cell_metadata(path: Path):
+    timed = [i for i, c in enumerate(_load(path)["cells"]) if "execution" in c.get("metadata", {})]
+    assert not timed, f"{path.name}: cells {timed} carry timing metadata (make reproduce strips it)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_in_the_table_of_contents(path: Path):
+    listed = _toc_files(yaml.safe_load(TOC.read_text(encoding="utf-8")))
+    assert f"notebooks/{path.stem}" in listed, f"add `- file: notebooks/{path.stem}` to {TOC}"
+
+
+def test_every_toc_entry_exists():
+    listed = _toc_files(yaml.safe_load(TOC.read_text(encoding="utf-8")))
+    book = TOC.parent
+    missing = [
+        entry for entry in sorted(listed)
+        if not any((book / entry).with_suffix(s).exists() for s in (".md", ".ipynb"))
+    ]
+    assert not missing, f"{TOC.name} lists files that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_glue_references_have_stored_values(path: Path):
+    nb = _load(path)
+    markdown = "\n".join(_source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+    referenced = set(GLUE_ROLE.findall(markdown)) | set(GLUE_DIRECTIVE.findall(markdown))
+    code = "\n".join(_source(c) for c in _code_cells(nb))
+    missing = sorted(referenced - _glued_names(nb))
+    assert not missing, (
+        f"{path.name}: {missing} are referenced with {{glue}} but no executed glue(...) stored them"
+        + ("" if "glue(" in code else " (no code cell calls glue at all)")
+    )
+
+
+def test_glue_regexes_find_references():
+    text = "R@1 is {glue:text}`r_at_1:.3f` and {glue}`n_docs`.\n```{glue:figure} fig_recall\n```"
+    assert set(GLUE_ROLE.findall(text)) == {"r_at_1", "n_docs"}
+    assert GLUE_DIRECTIVE.findall(text) == ["fig_recall"]
+
+
+def test_outside_connections_fail_in_process():
+    """pytest-socket (and the network namespace, when present) stop a connection to the outside."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pytest-socket also warns when it blocks
+        with pytest.raises((OSError, RuntimeError)):
+            socket.create_connection(OUTSIDE, timeout=3).close()
+
+
+def test_loopback_still_works():
+    """The guard must leave loopback open: nbval's kernel depends on it."""
+    server = socket.create_server(("127.0.0.1", 0))
+    try:
+        client = socket.create_connection(server.getsockname(), timeout=3)
+        client.close()
+    finally:
+        server.close()
+
+
+@pytest.mark.skipif(
+    os.environ.get("RAGCOURSE_NETNS") != "1",
+    reason="not inside `unshare -n` (make test uses it where the kernel allows)",
+)
+def test_child_processes_are_offline_too():
+    """A child process (like the notebook kernel) has no pytest-socket, only the namespace."""
+    probe = f"import socket; socket.create_connection({OUTSIDE!r}, timeout=3)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
+    assert result.returncode != 0, "a child process reached an outside address"
+    assert "OSError" in result.stderr or "unreachable" in result.stderr, result.stderr
