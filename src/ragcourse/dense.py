@@ -10,6 +10,7 @@ scan is a single matrix-vector product and has no recall loss to explain.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -86,15 +87,19 @@ class Embedder:
         with np.load(path) as data:
             return dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
 
-    def _save_cache(self, cache: dict[str, np.ndarray]) -> None:
+    def _save_cache(self, new: dict[str, np.ndarray]) -> None:
+        """Merge new vectors into the file under a lock, so concurrent runs never drop each other's work."""
         path = self._cache_file()
         if path is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        keys = sorted(cache)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=np.array(keys), vectors=np.stack([cache[k] for k in keys]))
-        os.replace(tmp, path)
+        with open(path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            cache = self._load_cache() | new
+            keys = sorted(cache)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+            np.savez(tmp, keys=np.array(keys), vectors=np.stack([cache[k] for k in keys]))
+            os.replace(tmp, path)
 
     def encode(self, texts: list[str], progress: bool | None = None) -> np.ndarray:
         """Unit vectors, one row per text (float32); only texts missing from the cache are embedded."""
@@ -107,8 +112,9 @@ class Embedder:
                 [t for _, t in missing], batch_size=self.batch_size, convert_to_numpy=True,
                 normalize_embeddings=True, show_progress_bar=_show_progress(len(missing), progress),
             )
-            cache.update({k: v.astype(np.float32) for (k, _), v in zip(missing, vectors, strict=True)})
-            self._save_cache(cache)
+            new = {k: v.astype(np.float32) for (k, _), v in zip(missing, vectors, strict=True)}
+            cache.update(new)
+            self._save_cache(new)
         self.last_stats = {"texts": len(texts), "embedded": len(missing),
                            "seconds": time.perf_counter() - started}
         if not texts:
