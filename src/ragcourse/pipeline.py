@@ -11,7 +11,7 @@ Left out: rerankers (see `ragcourse.rerank`) and the gate (see `ragcourse.gate`)
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,20 +32,28 @@ class Retriever:
     chunks: list[Chunk]
     dense: DenseIndex
     bm25: BM25
+    _vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """The query's unit vector, embedded once per retriever (dense, hybrid and gate share it)."""
+        if query not in self._vectors:
+            self._vectors[query] = self.dense.embedder.encode_query(query)
+        return self._vectors[query]
 
     def rank(self, query: str, method: str = "dense") -> list[int]:
         """Every chunk position, best first, by one method; hybrid fuses the two full rankings with RRF (k=60)."""
         if method == "dense":
-            return self.dense.rank(query).tolist()
+            return self.dense.rank(self.query_vector(query)).tolist()
         if method == "bm25":
             return self.bm25.rank(query).tolist()
         if method == "hybrid":
-            return [int(i) for i in rrf([self.dense.rank(query).tolist(), self.bm25.rank(query).tolist()])]
+            dense = self.dense.rank(self.query_vector(query)).tolist()
+            return [int(i) for i in rrf([dense, self.bm25.rank(query).tolist()])]
         raise ValueError(f"method {method!r} is not one of {list(METHODS)}")
 
     def retrieve(self, query: str, k: int = 4, method: str = "dense") -> list[Hit]:
         """The top k as Hits carrying the cosine distance (whatever ranked them), rank from 1."""
-        distances = self.dense.distances(query)
+        distances = self.dense.distances(self.query_vector(query))
         top = self.rank(query, method)[:k]
         return [Hit(self.chunks[i], float(distances[i]), r) for r, i in enumerate(top, start=1)]
 
