@@ -187,14 +187,10 @@ def test_rank_bm25_differs_from_ours_exactly_by_idf(epsilon):
 
 
 @pytest.fixture(scope="module")
-def strategy_e_chunks():
-    corpus = pytest.importorskip("ragcourse.corpus")
-    chunking = pytest.importorskip("ragcourse.chunking")
-    if not (corpus.CORPUS_DIR / "manifest.json").is_file():
-        pytest.skip(
-            f"corpus cache absent ({corpus.CORPUS_DIR}); run `python -m ragcourse.corpus build`"
-        )
-    return chunking.chunk_corpus(corpus.load_corpus(), "E")
+def strategy_e_chunks(corpus):
+    from ragcourse.chunking import chunk_corpus
+
+    return chunk_corpus(corpus, "E")
 
 
 def _real_queries(chunks) -> list[str]:
@@ -203,10 +199,20 @@ def _real_queries(chunks) -> list[str]:
     return [*sections, *starts, "role directive option", "latex math math"]
 
 
-def test_matches_plain_transcription_on_real_chunks(strategy_e_chunks):
+def _evaluation_queries(corpus) -> list[str]:
+    """All 64 ground-truth queries and the 30 out-of-domain ones: every query the book scores."""
+    from ragcourse.groundtruth import load_out_of_domain, load_questions, queries
+
+    return [q.text for q in queries(load_questions(corpus=corpus))] + [o.query for o in load_out_of_domain()]
+
+
+def test_matches_plain_transcription_on_real_chunks(strategy_e_chunks, corpus):
+    """Every (query, chunk) pair of strategy E, for every query the book runs, equals the formula."""
     texts = [c.text for c in strategy_e_chunks]
     bm = BM25(texts)
-    for query in _real_queries(strategy_e_chunks):
+    queries = [*_real_queries(strategy_e_chunks), *_evaluation_queries(corpus)]
+    assert len(queries) > 94
+    for query in queries:
         np.testing.assert_allclose(
             bm.scores(query), reference_scores(texts, query), rtol=0, atol=1e-9
         )
