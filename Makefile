@@ -4,6 +4,7 @@
 #   make test        the same set-up, ruff, then pytest over tests/ and the notebooks, offline
 #   make reproduce   re-execute every notebook in place (maintainers), then strip volatile metadata
 #   make bench       run benchmarks/bench_*.py (ratios measured side by side in one run)
+#   make reranker    build the offline reranker's token index and measure it on the hybrid top 25
 #   make corpus | install | mathjax | screenshots | clean
 #
 # Stamp files under .venv/.stamps keep repeated runs quick.
@@ -40,10 +41,10 @@ PYTEST_ARGS := -p no:cacheprovider \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	tests notebooks
 
-.PHONY: help install corpus mathjax book test lint reproduce bench screenshots clean
+.PHONY: help install corpus mathjax book test lint reproduce bench reranker screenshots clean
 
 help:
-	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'
 
 install: $(STAMPS)/install
 
@@ -105,6 +106,10 @@ bench: $(STAMPS)/install $(STAMPS)/corpus
 	@shopt -s nullglob; files=(benchmarks/bench_*.py); \
 	if [ $${#files[@]} -eq 0 ]; then echo "no benchmarks/bench_*.py"; exit 1; fi; \
 	for f in "$${files[@]}"; do echo ">> $$f"; $(PY) "$$f"; done
+
+# The offline reranker needs no training: late interaction over the embedder's own token vectors.
+reranker: $(STAMPS)/install $(STAMPS)/corpus
+	$(PY) benchmarks/rerank_trial.py
 
 screenshots: book
 	scripts/screenshot.sh
