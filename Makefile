@@ -48,7 +48,7 @@ help:
 
 install: $(STAMPS)/install
 
-$(STAMPS)/install: requirements.txt pyproject.toml
+$(STAMPS)/install: requirements.txt requirements-nodeps.txt pyproject.toml
 	@if [ ! -x "$(PY)" ]; then \
 		echo ">> creating $(VENV) with $(PYTHON)"; \
 		"$(PYTHON)" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
@@ -56,6 +56,7 @@ $(STAMPS)/install: requirements.txt pyproject.toml
 		"$(PYTHON)" -m venv $(VENV); \
 	fi
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ragcourse)" >/dev/null
 	mkdir -p $(STAMPS) && touch $@
