@@ -45,6 +45,9 @@ def _offline_unless_allowed() -> None:
     if os.environ.get("RAGCOURSE_ALLOW_DOWNLOAD") != "1":
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    else:  # the reader opted in: lift the offline switches the Makefile and tests set
+        os.environ["HF_HUB_OFFLINE"] = "0"
+        os.environ["TRANSFORMERS_OFFLINE"] = "0"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # Weight-loading bars go to stderr and would make stored notebook outputs wobble.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
