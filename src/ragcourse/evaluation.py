@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .corpus import collapse
 
-def normalize(text: str) -> str:
-    """Collapse each whitespace run to one space, strip the ends: ``" a\\n  b "`` -> ``"a b"``."""
-    return " ".join(text.split())
+#: Collapse each whitespace run to one space and strip the ends (the corpus's own rule).
+normalize = collapse
 
 
 def _content(item: Any) -> str:

@@ -12,12 +12,11 @@ corpus (whitespace collapsed), inside the document it names, and never be a sect
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus import DATA_DIR, Document
+from .corpus import DATA_DIR, Document, collapse
 
 QUESTIONS_FILE = DATA_DIR / "questions.jsonl"
 OUT_OF_DOMAIN_FILE = DATA_DIR / "out_of_domain.jsonl"
@@ -59,11 +58,6 @@ class OutOfDomain:
     id: str
     query: str
     kind: str
-
-
-def collapse(text: str) -> str:
-    """Whitespace runs become one space: `collapse(" a\\n  b ") -> "a b"`."""
-    return re.sub(r"\s+", " ", text).strip()
 
 
 def _read_records(path: Path, fields: tuple[str, ...]) -> list[tuple[int, dict]]:
