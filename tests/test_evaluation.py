@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy.stats import binomtest
 
 from ragcourse.evaluation import (
@@ -19,6 +21,7 @@ from ragcourse.evaluation import (
     contains_needle,
     evaluate,
     first_hit_rank,
+    holm,
     mrr,
     normalize,
     paired,
@@ -277,3 +280,25 @@ def test_compare_matches_queries_by_id():
         compare(a, b, "hit@20")
     with pytest.raises(ValueError, match="different queries"):
         compare(a, b.iloc[:2], "hit@1")
+
+
+def test_holm_by_hand():
+    # sorted: 0.01 (x3 = 0.03), 0.03 (x2 = 0.06), 0.04 (x1 = 0.04, raised to 0.06 to stay monotone)
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.2]) == [0.2]
+    assert holm([0.5, 0.6]) == [1.0, 1.0]
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=12))
+def test_holm_properties(ps):
+    adjusted = holm(ps)
+    assert all(a >= p - 1e-12 and a <= 1 for a, p in zip(adjusted, ps, strict=True))
+    assert min(adjusted) == pytest.approx(min(1.0, len(ps) * min(ps)))  # Bonferroni for the smallest
+    ranked = sorted(zip(ps, adjusted, strict=True))
+    assert all(x[1] <= y[1] + 1e-12 for x, y in zip(ranked, ranked[1:], strict=False))  # order kept
+
+
+@pytest.mark.parametrize("bad", [[], [1.5], [-0.1], [float("nan")]])
+def test_holm_rejects_bad_input(bad):
+    with pytest.raises(ValueError, match="p_values"):
+        holm(bad)

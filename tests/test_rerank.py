@@ -14,7 +14,9 @@ from ragcourse.rerank import (
     latency,
     maxsim,
     maxsim_many,
+    punctuation_ids,
     rerank,
+    rerank_head,
     token_vectors,
 )
 
@@ -160,6 +162,37 @@ def test_special_tokens_are_dropped_and_rows_are_unit_norm(embedder):
     np.testing.assert_allclose(tokens[0], inner, atol=1e-4)
 
 
+def test_punctuation_ids_are_the_punctuation_word_pieces(embedder):
+    tokenizer = embedder.tokenizer
+    skip = punctuation_ids(tokenizer)
+    pieces = set(tokenizer.convert_ids_to_tokens(sorted(skip)))
+    assert {"?", ",", ".", "##.", "(", "..."} <= pieces
+    assert not pieces & {"a", "table", "##s", "[UNK]", "[CLS]", "[SEP]", "[PAD]"}
+    assert all(set(p.removeprefix("##")) <= set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~") for p in pieces)
+
+
+def test_skipped_tokens_are_dropped_unless_nothing_would_remain(embedder):
+    skip = punctuation_ids(embedder.tokenizer)
+    full, filtered, only = token_vectors(embedder, ["a grid table?", "a grid table?", "?!"], skip=frozenset())[0], \
+        token_vectors(embedder, ["a grid table?"], skip=skip)[0], token_vectors(embedder, ["?!"], skip=skip)[0]
+    assert (len(full), len(filtered), len(only)) == (4, 3, 2)
+    np.testing.assert_allclose(filtered, full[:3], atol=1e-5)  # same context, the "?" row removed
+
+
+def test_skip_punctuation_sides(embedder):
+    with pytest.raises(ValueError, match="skip_punctuation='sometimes'"):
+        LateInteractionReranker(embedder, cache_dir=None, skip_punctuation="sometimes")
+    by_side = {side: LateInteractionReranker(embedder, cache_dir=None, skip_punctuation=side)
+               for side in ("both", "query", "passage", "none")}
+    query, passage = "why, why?", "Why? Because, of course."
+    counts = {side: (len(r.query_tokens(query)), len(r.passage_tokens([passage])[0]))
+              for side, r in by_side.items()}
+    assert counts == {"both": (2, 4), "query": (2, 7), "passage": (4, 4), "none": (4, 7)}
+    # "why, why?" against "Why? ...": with the query's "," and "?" gone, two terms remain to match
+    scores = {side: float(r.score(query, [passage])[0]) for side, r in by_side.items()}
+    assert scores["both"] < scores["passage"] and scores["query"] < scores["none"]
+
+
 def test_late_interaction_ranks_the_relevant_passage_first(embedder):
     reranker = LateInteractionReranker(embedder, use="content", cache_dir=None)
     chunks = [make_chunk(0, TABLES), make_chunk(1, PAELLA)]
@@ -184,3 +217,13 @@ def test_passage_tokens_are_cached_in_memory_and_on_disk(embedder, tmp_path):
     other = LateInteractionReranker(embedder, cache_dir=tmp_path, fingerprint="ef01")
     other.score("cooking rice", [PAELLA])
     assert other.last_stats["encoded"] == 1, "another model must not reuse these tokens"
+
+
+def test_rerank_head_reorders_only_the_head():
+    chunks = [make_chunk(i, f"passage {i}") for i in range(5)]
+    fake = FixedScores({"passage 0": 0.1, "passage 1": 0.9, "passage 2": 0.5, "passage 3": 9.0, "passage 4": 8.0})
+    out = rerank_head(fake, "q", chunks, depth=3)
+    assert [c.index for c in out] == [1, 2, 0, 3, 4]  # 3 and 4 score higher but sit below the cut
+    assert [c.index for c in rerank_head(fake, "q", chunks, depth=10)] == [3, 4, 1, 2, 0]
+    with pytest.raises(ValueError, match="depth=0"):
+        rerank_head(fake, "q", chunks, depth=0)

@@ -7,8 +7,11 @@ Wilson score intervals say how uncertain a rate over 64 queries is; the sign tes
 and a sign-flip randomization test compare two systems on the same queries, which is the honest
 way to compare them. Every later chapter reuses these functions.
 
+When several variants were tried on the same queries, `holm` adjusts their p-values for the
+number of tries (Holm's step-down correction), so the best-looking variant is not oversold.
+
 What it leaves out: graded relevance (nDCG), multiple relevant chunks per query, and corrections
-for multiple comparisons.
+other than Holm's (e.g. false-discovery-rate control).
 """
 
 from __future__ import annotations
@@ -123,6 +126,22 @@ def sign_test(wins: int, losses: int) -> float:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1))
     return min(1.0, 2 * tail / 2**n)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the order given (Holm, Scand. J. Statistics 1979).
+
+    Sort the m p-values ascending; the i-th smallest (i from 0) becomes
+    max over j <= i of min(1, (m - j) * p_(j)). ``holm([0.01, 0.04, 0.03]) -> [0.03, 0.06, 0.06]``.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1 or len(p) == 0 or ((p < 0) | (p > 1)).any() or np.isnan(p).any():
+        raise ValueError(f"p_values={list(p_values)!r}: expected a non-empty list of numbers in [0, 1]")
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, (len(p) - np.arange(len(p))) * p[order])
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.maximum.accumulate(scaled)
+    return adjusted.tolist()
 
 
 def _sign_flip_p(diffs: np.ndarray, signs: np.ndarray, plus_one: bool) -> float:

@@ -11,7 +11,8 @@ Two rerankers implement the same small `Reranker` protocol:
 - `LateInteractionReranker`: ColBERT-style MaxSim (Khattab & Zaharia, SIGIR 2020) over the
   embedder's own token vectors. Passage token vectors are computed once and cached, so a query
   costs one short forward pass plus a matrix product. It needs no model beyond the embedder,
-  which is why it is the offline default (`default_reranker`).
+  which is why it is the offline default (`default_reranker`). Like ColBERT's skiplist, it drops
+  punctuation word pieces (on both sides by default), so a "?" or "," does not earn a match.
 
 Left out on purpose: training or fine-tuning any reranker (weak Django title->body pairs made a
 fine-tuned cross-encoder worse in a trial; see the chapter), ColBERT's query augmentation with
@@ -22,6 +23,7 @@ and approximate MaxSim indexes (PLAID): a shortlist of 25 is scored exactly.
 from __future__ import annotations
 
 import os
+import string
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +39,8 @@ from .dense import model_fingerprint, text_key
 
 TOKENS_DIR = DATA_DIR / "cache" / "tokens"
 USES = ("text", "content")
+#: Which side's punctuation word pieces `LateInteractionReranker` drops before MaxSim.
+SKIP_PUNCTUATION = ("both", "query", "passage", "none")
 #: MaxSim scores are rounded to this many decimals, so float noise (BLAS, thread count) cannot
 #: reorder near-ties between machines; exact ties then keep their shortlist order.
 DECIMALS = 6
@@ -98,6 +102,18 @@ def rerank(
     order = order_by_score(scores)[:top]
     return [Reranked(chunks[i], float(scores[i]), rank, i + 1)
             for rank, i in enumerate(order, start=1)]
+
+
+def rerank_head(reranker: Reranker, query: str, ranked: Sequence[Chunk], depth: int = 25) -> list[Chunk]:
+    """A full ranking with its first `depth` chunks reranked and the rest left in place.
+
+    Metrics over the result and over `ranked` then cover the same chunks, so before and after
+    compare like with like (R@k for k > depth cannot change).
+    """
+    if not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth={depth!r}: expected an integer >= 1")
+    head = rerank(reranker, query, ranked[:depth])
+    return [r.chunk for r in head] + list(ranked[depth:])
 
 
 def latency(reranker: Reranker, queries: Sequence[str], shortlists: Sequence[Sequence[str]],
@@ -198,14 +214,29 @@ def special_ids(tokenizer) -> set[int]:
     return {i for i in ids if i is not None}
 
 
-def token_vectors(model, texts: list[str], batch_size: int = 32) -> list[np.ndarray]:
+def punctuation_ids(tokenizer) -> frozenset[int]:
+    """Ids of vocabulary entries made only of ASCII punctuation ("?", ",", "##.", "..."): ColBERT's skiplist.
+
+    Khattab & Zaharia filter these out of passages; their contextual vectors match one another
+    whatever the text says (a "?" in the query finds the "?" of any FAQ heading).
+    """
+    marks = set(string.punctuation)
+    return frozenset(i for piece, i in tokenizer.get_vocab().items()
+                     if piece.removeprefix("##") and set(piece.removeprefix("##")) <= marks)
+
+
+def token_vectors(model, texts: list[str], batch_size: int = 32,
+                  skip: frozenset[int] = frozenset()) -> list[np.ndarray]:
     """Per text, the L2-normalised vectors of its real tokens (float32), special tokens dropped.
 
-    Texts longer than the model's `max_seq_length` (256 for the MiniLM) are truncated.
+    Tokens whose ids are in `skip` are dropped too, unless that would leave a text with none (a
+    text of punctuation only keeps its punctuation). Texts longer than the model's
+    `max_seq_length` (256 for the MiniLM) are truncated.
     """
     import torch
 
-    drop = torch.tensor(sorted(special_ids(model.tokenizer)))
+    special = torch.tensor(sorted(special_ids(model.tokenizer)))
+    skipped = torch.tensor(sorted(skip), dtype=torch.long)
     prepare = getattr(model, "preprocess", None) or model.tokenize  # `tokenize` before ST 6
     out: list[np.ndarray] = [np.zeros(0)] * len(texts)
     by_length = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))  # less padding
@@ -214,9 +245,11 @@ def token_vectors(model, texts: list[str], batch_size: int = 32) -> list[np.ndar
         features = prepare([texts[i] for i in batch])
         with torch.inference_mode():
             hidden = model(features)["token_embeddings"]
-        keep = features["attention_mask"].bool() & ~torch.isin(features["input_ids"], drop)
+        real = features["attention_mask"].bool() & ~torch.isin(features["input_ids"], special)
+        kept = real & ~torch.isin(features["input_ids"], skipped)
         for row, i in enumerate(batch):
-            vectors = torch.nn.functional.normalize(hidden[row][keep[row]], dim=-1)
+            keep = kept[row] if kept[row].any() else real[row]
+            vectors = torch.nn.functional.normalize(hidden[row][keep], dim=-1)
             out[i] = vectors.numpy().astype(np.float32)
     return out
 
@@ -224,14 +257,18 @@ def token_vectors(model, texts: list[str], batch_size: int = 32) -> list[np.ndar
 class LateInteractionReranker:
     """ColBERT-style MaxSim over the embedder's L2-normalised token vectors (no training needed).
 
-    Passage token matrices are kept in memory, keyed by a hash of the text, as float16 (both fresh
-    and reloaded ones, so scores do not depend on the cache). `index` also writes them to
-    `cache_dir/<model fingerprint>-L<max length>.npz`. `embedder_model` is a sentence-transformers
-    model, or None for `ragcourse.models.load_embedder()`.
+    `skip_punctuation` names the side(s) whose punctuation word pieces are dropped: one of
+    `SKIP_PUNCTUATION`. Passage token matrices are kept in memory, keyed by a hash of the text, as
+    float16 (fresh and reloaded alike, so scores do not depend on the cache). `index` also writes
+    them to `cache_dir/<model fingerprint>-L<max length>[-nopunct].npz`. `embedder_model` is a
+    sentence-transformers model, or None for `ragcourse.models.load_embedder()`.
     """
 
     def __init__(self, embedder_model=None, use: str = "text", cache_dir: Path | None = TOKENS_DIR,
-                 fingerprint: str | None = None, batch_size: int = 32) -> None:
+                 fingerprint: str | None = None, batch_size: int = 32,
+                 skip_punctuation: str = "both") -> None:
+        if skip_punctuation not in SKIP_PUNCTUATION:
+            raise ValueError(f"skip_punctuation={skip_punctuation!r}: expected one of {list(SKIP_PUNCTUATION)}")
         if embedder_model is None:
             spec = models.embedder_spec()
             embedder_model, fingerprint = models.load_embedder(), model_fingerprint(spec.source)
@@ -239,7 +276,12 @@ class LateInteractionReranker:
         else:
             model_name = type(embedder_model).__name__
         self.model, self.use, self.batch_size = embedder_model, _check_use(use), batch_size
-        self.name = f"late interaction ({model_name.rsplit('/', 1)[-1]}, {use})"
+        self.skip_punctuation = skip_punctuation
+        skip = punctuation_ids(embedder_model.tokenizer)
+        self.query_skip = skip if skip_punctuation in ("both", "query") else frozenset()
+        self.passage_skip = skip if skip_punctuation in ("both", "passage") else frozenset()
+        punctuation = "" if skip_punctuation == "both" else f", punctuation skipped: {skip_punctuation}"
+        self.name = f"late interaction ({model_name.rsplit('/', 1)[-1]}, {use}{punctuation})"
         self.fingerprint = fingerprint
         self.cache_dir = None if fingerprint is None or cache_dir is None else Path(cache_dir)
         self.tokens: dict[str, np.ndarray] = {}
@@ -249,7 +291,8 @@ class LateInteractionReranker:
     def _cache_file(self) -> Path | None:
         if self.cache_dir is None:
             return None
-        return self.cache_dir / f"{self.fingerprint}-L{self.model.max_seq_length}.npz"
+        suffix = "-nopunct" if self.passage_skip else ""
+        return self.cache_dir / f"{self.fingerprint}-L{self.model.max_seq_length}{suffix}.npz"
 
     def _load(self) -> None:
         """Read the disk cache once, on first use."""
@@ -282,7 +325,7 @@ class LateInteractionReranker:
         missing = {k: t for k, t in missing.items() if k not in self.tokens}
         started = time.perf_counter()
         if missing:
-            vectors = token_vectors(self.model, list(missing.values()), self.batch_size)
+            vectors = token_vectors(self.model, list(missing.values()), self.batch_size, self.passage_skip)
             for key, matrix in zip(missing, vectors, strict=True):
                 self.tokens[key] = matrix.astype(np.float16)
         self.last_stats = {"passages": len(passages), "encoded": len(missing),
@@ -296,7 +339,7 @@ class LateInteractionReranker:
 
     def query_tokens(self, query: str) -> np.ndarray:
         """The query's token vectors (float32, never cached)."""
-        return token_vectors(self.model, [query])[0]
+        return token_vectors(self.model, [query], skip=self.query_skip)[0]
 
     def score(self, query: str, passages: list[str]) -> np.ndarray:
         """MaxSim of the query against every passage."""
