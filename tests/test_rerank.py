@@ -11,6 +11,7 @@ from ragcourse.rerank import (
     CrossEncoderReranker,
     LateInteractionReranker,
     default_reranker,
+    kept_pieces,
     latency,
     maxsim,
     maxsim_many,
@@ -176,6 +177,9 @@ def test_skipped_tokens_are_dropped_unless_nothing_would_remain(embedder):
     full, filtered, only = token_vectors(embedder, ["a grid table?", "a grid table?", "?!"], skip=frozenset())[0], \
         token_vectors(embedder, ["a grid table?"], skip=skip)[0], token_vectors(embedder, ["?!"], skip=skip)[0]
     assert (len(full), len(filtered), len(only)) == (4, 3, 2)
+    assert kept_pieces(embedder, "a grid table?", skip) == ["a", "grid", "table"]
+    assert kept_pieces(embedder, "a grid table?") == ["a", "grid", "table", "?"]
+    assert kept_pieces(embedder, "?!", skip) == ["?", "!"]
     np.testing.assert_allclose(filtered, full[:3], atol=1e-5)  # same context, the "?" row removed
 
 

@@ -20,6 +20,8 @@ from .corpus import DATA_DIR, Document, collapse
 
 QUESTIONS_FILE = DATA_DIR / "questions.jsonl"
 OUT_OF_DOMAIN_FILE = DATA_DIR / "out_of_domain.jsonl"
+#: Held-out questions for confirmatory tests of methods fixed in advance (never for tuning).
+CONFIRM_FILE = DATA_DIR / "questions_confirm.jsonl"
 PHRASINGS = ("doc", "ticket")
 KINDS = ("near", "absurd")
 

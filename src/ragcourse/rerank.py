@@ -254,6 +254,15 @@ def token_vectors(model, texts: list[str], batch_size: int = 32,
     return out
 
 
+def kept_pieces(model, text: str, skip: frozenset[int] = frozenset()) -> list[str]:
+    """The word pieces whose vectors `token_vectors(model, [text], skip=skip)` keeps, in order."""
+    tokenizer = model.tokenizer
+    ids = tokenizer(text, truncation=True, max_length=model.max_seq_length)["input_ids"]
+    real = [i for i in ids if i not in special_ids(tokenizer)]
+    kept = [i for i in real if i not in skip] or real
+    return tokenizer.convert_ids_to_tokens(kept)
+
+
 class LateInteractionReranker:
     """ColBERT-style MaxSim over the embedder's L2-normalised token vectors (no training needed).
 
