@@ -1,8 +1,9 @@
 """The `ragcourse` command line: chunk a file, search or evaluate the course corpus, index a folder.
 
     ragcourse chunk notes.md --strategy E          # chunks as JSON lines, offsets included
-    ragcourse search "how do I add a caption to a figure" --method hybrid -k 4 --cut 0.6
-    ragcourse evaluate --strategy E --method dense  # Recall@k and MRR with Wilson intervals
+    ragcourse search "how do I add a caption to a figure" --method hybrid -k 4 --cut 0.6 --rerank
+    ragcourse evaluate --strategy E --method hybrid --rerank   # Recall@k and MRR with Wilson intervals
+    ragcourse evaluate --questions my-questions.jsonl          # your own ground truth, same format
     ragcourse index ./my-docs --out ./my-index      # ingest a folder; failures listed, nothing lost
     ragcourse query ./my-index "question"
 
@@ -29,12 +30,26 @@ def _chunk(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reranked_hits(retriever, query: str, k: int, method: str, depth: int) -> list:
+    """The first stage's top `depth` reranked by `default_reranker()`, cut to k; distances kept."""
+    from .dense import Hit
+    from .rerank import default_reranker, rerank
+
+    shortlist = retriever.retrieve(query, k=max(k, depth), method=method)
+    distance = {h.chunk: h.distance for h in shortlist}
+    reranked = rerank(default_reranker(), query, [h.chunk for h in shortlist], top=k)
+    return [Hit(r.chunk, distance[r.chunk], r.rank) for r in reranked]
+
+
 def _search(args: argparse.Namespace) -> int:
     from .gate import NoAnswer, gate
     from .pipeline import build
 
     retriever = build(args.strategy)
-    hits = retriever.retrieve(args.query, k=args.k, method=args.method)
+    if args.rerank:
+        hits = _reranked_hits(retriever, args.query, args.k, args.method, args.depth)
+    else:
+        hits = retriever.retrieve(args.query, k=args.k, method=args.method)
     if args.cut is not None:
         result = gate(hits, args.cut, k=args.k, query=args.query)
         if isinstance(result, NoAnswer):
@@ -54,8 +69,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .pipeline import build
 
     retriever = build(args.strategy)
-    qs = queries(load_questions())
-    table = summarize(evaluate(retriever.rankings(qs, args.method), qs), f"{args.strategy}/{args.method}")
+    qs = queries(load_questions(args.questions) if args.questions else load_questions())
+    rankings = retriever.rankings(qs, args.method)
+    label = f"{args.strategy}/{args.method}"
+    if args.rerank:
+        from .rerank import default_reranker, rerank_head
+
+        reranker = default_reranker()
+        rankings = {q.id: rerank_head(reranker, q.text, rankings[q.id], args.depth) for q in qs}
+        label += f" + {reranker.name}, top {args.depth}"
+    table = summarize(evaluate(rankings, qs), label)
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
 
@@ -84,6 +107,13 @@ def _query(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected an integer >= 1")
+    return number
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ragcourse", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -102,7 +132,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--cut", type=float, default=None, help="cosine-distance gate; NO ANSWER when nothing passes")
     s.set_defaults(run=_search)
     e.add_argument("--method", default="dense", choices=["dense", "bm25", "hybrid"])
+    e.add_argument("--questions", default=None, help="a questions JSONL file (default: the course's 32)")
     e.set_defaults(run=_evaluate)
+    for q in (s, e):
+        q.add_argument("--rerank", action="store_true",
+                       help="rerank the first stage's top --depth with the default reranker (chapter 5)")
+        q.add_argument("--depth", type=_positive, default=25, help="shortlist size for --rerank (default 25)")
     i = sub.add_parser("index", help="ingest a folder of text/Markdown files into an index")
     i.add_argument("folder")
     i.add_argument("--out", required=True)
