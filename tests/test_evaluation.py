@@ -21,6 +21,7 @@ from ragcourse.evaluation import (
     contains_needle,
     evaluate,
     first_hit_rank,
+    from_ranks,
     holm,
     mrr,
     normalize,
@@ -302,3 +303,19 @@ def test_holm_properties(ps):
 def test_holm_rejects_bad_input(bad):
     with pytest.raises(ValueError, match="p_values"):
         holm(bad)
+
+
+def test_from_ranks_matches_evaluate_and_rejects_bad_ranks():
+    Q = type("Q", (), {})
+    qs = []
+    for qid, phrasing, needle in (("a/doc", "doc", "alpha"), ("b/ticket", "ticket", "beta")):
+        q = Q()
+        q.id, q.phrasing, q.needle = qid, phrasing, needle
+        qs.append(q)
+    rankings = {"a/doc": ["x", "the alpha here"], "b/ticket": ["nothing", "at all"]}
+    table = from_ranks({"a/doc": 2, "b/ticket": None}, qs, ks=(1, 2))
+    pd.testing.assert_frame_equal(table, evaluate(rankings, qs, ks=(1, 2)))
+    assert table["rr"].tolist() == [0.5, 0.0] and table["hit@2"].tolist() == [True, False]
+    for bad in ({"a/doc": 0, "b/ticket": None}, {"a/doc": 1.5, "b/ticket": None}, {"a/doc": 1}):
+        with pytest.raises(ValueError, match="a/doc|b/ticket"):
+            from_ranks(bad, qs)

@@ -202,14 +202,27 @@ def evaluate(
     ``rankings`` maps query id -> contents or Chunks, best first; each query has ``.id``,
     ``.needle`` and ``.phrasing``. ``rr`` is the reciprocal rank over the full ranking (0 if none).
     """
+    queries = list(queries)
+    missing = [q.id for q in queries if q.id not in rankings]
+    if missing:
+        raise ValueError(f"query {missing[0]!r} has no ranking; rankings cover {len(rankings)} ids")
+    return from_ranks({q.id: first_hit_rank(rankings[q.id], q.needle) for q in queries}, queries, ks)
+
+
+def from_ranks(
+    ranks: Mapping[str, int | None], queries: Iterable[Any], ks: Sequence[int] = (1, 4, 8, 20)
+) -> pd.DataFrame:
+    """The `evaluate` table from each query's first-hit rank (None: no hit), e.g. ranks stored by a script."""
     if not ks or any(k < 1 for k in ks):
         raise ValueError(f"ks={ks!r}: expected a non-empty sequence of integers >= 1")
     rows = []
     for q in queries:
-        if q.id not in rankings:
-            raise ValueError(f"query {q.id!r} has no ranking; rankings cover {len(rankings)} ids")
-        rank = first_hit_rank(rankings[q.id], q.needle)
-        row = {"query": q.id, "phrasing": q.phrasing, "rank": rank}
+        if q.id not in ranks:
+            raise ValueError(f"query {q.id!r} has no rank; ranks cover {len(ranks)} ids")
+        rank = ranks[q.id]
+        if rank is not None and (not isinstance(rank, (int, np.integer)) or isinstance(rank, bool) or rank < 1):
+            raise ValueError(f"query {q.id!r}: rank {rank!r}, expected None or an integer >= 1")
+        row = {"query": q.id, "phrasing": q.phrasing, "rank": None if rank is None else int(rank)}
         row |= {f"hit@{k}": rank is not None and rank <= k for k in ks}
         row["rr"] = 0.0 if rank is None else 1 / rank
         rows.append(row)
