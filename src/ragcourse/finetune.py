@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import random
 import re
@@ -388,7 +389,15 @@ def _base_model(max_length: int):
     from sentence_transformers import CrossEncoder
 
     spec = models.embedder_spec()
-    model = CrossEncoder(spec.source, num_labels=1, max_length=max_length, device="cpu")
+    # Loading a SentenceTransformer folder as a CrossEncoder is the point here; its log line (which
+    # names the local path) is noise, and it would differ between machines in stored outputs.
+    loader = logging.getLogger("sentence_transformers.base.model")
+    level = loader.level
+    loader.setLevel(logging.ERROR)
+    try:
+        model = CrossEncoder(spec.source, num_labels=1, max_length=max_length, device="cpu")
+    finally:
+        loader.setLevel(level)
     return model, spec
 
 

@@ -14,10 +14,10 @@ Two rerankers implement the same small `Reranker` protocol:
   which is why it is the offline default (`default_reranker`). Like ColBERT's skiplist, it drops
   punctuation word pieces (on both sides by default), so a "?" or "," does not earn a match.
 
-Left out on purpose: training or fine-tuning any reranker (weak Django title->body pairs made a
-fine-tuned cross-encoder worse in a trial; see the chapter), ColBERT's query augmentation with
-[MASK] tokens and its learned 128-d projection (the MiniLM's 384-d vectors are used as they are),
-and approximate MaxSim indexes (PLAID): a shortlist of 25 is scored exactly.
+Left out on purpose: training (`ragcourse.finetune` fine-tunes a cross-encoder, a documented
+negative result in chapter 5), ColBERT's query augmentation with [MASK] tokens and its learned 128-d
+projection (the MiniLM's 384-d vectors are used as they are), and approximate MaxSim indexes
+(PLAID): a shortlist of 25 is scored exactly.
 """
 
 from __future__ import annotations
@@ -369,8 +369,8 @@ class SmolJudgeReranker:
     """Pointwise LLM judge: score = logit("yes") - logit("no") for the next token (SmolLM2-135M).
 
     Each (query, passage) pair becomes one chat prompt; the passage is cut to `max_length`
-    tokens. Slow (a causal LM forward per pair) and, at 135M parameters, a weak judge: on a toy
-    pair it preferred the unrelated passage. Experimental and not evaluated; never the default.
+    tokens. Slow (a causal LM forward per pair) and, at 135M parameters, a weak judge: chapter 5
+    measures it (`make judge`) at about the level of a random order. Experimental; never the default.
     """
 
     def __init__(self, batch_size: int = 8, max_length: int = 256, use: str = "text") -> None:
