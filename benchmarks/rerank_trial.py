@@ -34,11 +34,11 @@ def variants() -> list[tuple[str, object]]:
     out.append(("late interaction, content, skip punctuation: both", LateInteractionReranker(use="content")))
     out.append(("late interaction, content, skip punctuation: none",
                 LateInteractionReranker(use="content", skip_punctuation="none")))
-    try:
-        from ragcourse import finetune
+    from ragcourse import finetune
 
+    try:
         out.append(("fine-tuned cross-encoder (models/reranker)", finetune.load_reranker()))
-    except (ImportError, FileNotFoundError) as missing:
+    except finetune.RerankerFilesError as missing:  # absent or altered: say so, measure the rest
         print(f"no fine-tuned cross-encoder: {missing}")
     return out
 
