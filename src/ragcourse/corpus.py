@@ -128,17 +128,30 @@ def verify_sdist(path: Path) -> Path:
     return path
 
 
+def pip_download(name: str, version: str, filename: str, dest: Path, no_binary: str | None = None) -> Path:
+    """`dest/filename`, downloaded with `pip download` (sdist of `name`) unless already there.
+
+    `no_binary` is pip's --no-binary value (default: `name` alone). Raises RuntimeError with pip's
+    message if the download fails; the caller checks the file's sha256.
+    """
+    target = Path(dest) / filename
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", no_binary or name,
+               f"{name}=={version}", "-d", str(target.parent)]
+        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if result.returncode != 0 or not target.is_file():
+            raise RuntimeError(f"pip download failed ({' '.join(cmd)}):\n{result.stderr[-2000:]}")
+    return target
+
+
 def fetch_sdist(dest_dir: Path | None = None) -> Path:
     """Download the pinned docutils sdist with pip (unless present) and verify its sha256."""
     dest = Path(dest_dir) if dest_dir is not None else SOURCES_DIR
-    target = dest / SDIST_FILENAME
-    if not target.is_file():
-        dest.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-               f"{SDIST_NAME}=={SDIST_VERSION}", "-d", str(dest)]
-        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if result.returncode != 0 or not target.is_file():
-            raise CorpusError(f"pip download failed ({' '.join(cmd)}):\n{result.stderr[-2000:]}")
+    try:
+        target = pip_download(SDIST_NAME, SDIST_VERSION, SDIST_FILENAME, dest, no_binary=":all:")
+    except RuntimeError as error:
+        raise CorpusError(str(error)) from error
     return verify_sdist(target)
 
 

