@@ -9,16 +9,24 @@ from ragcourse.fusion import Fused, fuse, rrf, weighted_rrf
 
 def test_scores_are_the_formula():
     fused = {f.id: f for f in fuse([["a", "b", "c"], ["c", "d", "a"]], k=60)}
-    assert fused["a"].score == pytest.approx(1 / (60 + 1) + 1 / (60 + 3), abs=1e-15)
-    assert fused["c"].score == pytest.approx(1 / (60 + 3) + 1 / (60 + 1), abs=1e-15)
-    assert fused["b"].score == pytest.approx(1 / (60 + 2), abs=1e-15)
-    assert fused["d"].score == pytest.approx(1 / (60 + 2), abs=1e-15)
+    assert fused["a"].score == round(1 / (60 + 1) + 1 / (60 + 3), 6)
+    assert fused["c"].score == round(1 / (60 + 3) + 1 / (60 + 1), 6)
+    assert fused["b"].score == round(1 / (60 + 2), 6)
+    assert fused["d"].score == round(1 / (60 + 2), 6)
     assert (fused["a"].best_rank, fused["b"].best_rank, fused["d"].best_rank) == (1, 2, 2)
 
 
 def test_docstring_example():
     assert rrf([[1, 2, 3], [3, 1]]) == [1, 3, 2]  # 1/61+1/62 > 1/63+1/61 > 1/62
-    assert fuse([["a", "b"], ["b", "c"]])[0] == Fused("b", 1 / (60 + 2) + 1 / (60 + 1), 1)
+    assert fuse([["a", "b"], ["b", "c"]])[0] == Fused("b", round(1 / (60 + 2) + 1 / (60 + 1), 6), 1)
+
+
+def test_scores_closer_than_the_precision_tie_and_fall_back_to_best_rank():
+    # weights 1 and 1 + 1e-9: "b" (first in list 1) would win by 1.6e-11 unrounded;
+    # at 6 places both score 1/61 + 1/62, so the tie goes to first appearance ("a", in list 0).
+    fused = fuse([["a", "b"], ["b", "a"]], k=60, weights=[1.0, 1.0 + 1e-9])
+    assert [f.id for f in fused] == ["a", "b"]
+    assert fused[0].score == fused[1].score == round(1 / 61 + 1 / 62, 6)
 
 
 def test_an_id_in_both_lists_beats_a_single_top_hit():
@@ -58,8 +66,8 @@ def test_weighted_rrf():
     assert weighted_rrf(lists, [2, 1]) == ["a", "b"]  # a: 2/61 + 1/62 > b: 2/62 + 1/61
     assert weighted_rrf(lists, [1, 2]) == ["b", "a"]
     fused = {f.id: f.score for f in fuse(lists, k=60, weights=[2, 1])}
-    assert fused["a"] == pytest.approx(2 / (60 + 1) + 1 / (60 + 2), abs=1e-15)
-    assert fused["b"] == pytest.approx(2 / (60 + 2) + 1 / (60 + 1), abs=1e-15)
+    assert fused["a"] == round(2 / (60 + 1) + 1 / (60 + 2), 6)
+    assert fused["b"] == round(2 / (60 + 2) + 1 / (60 + 1), 6)
     # weight 0 removes a list's influence but its ids still appear, after the others
     assert weighted_rrf([["a"], ["z", "b"]], [1, 0]) == ["a", "z", "b"]
     assert weighted_rrf(lists, [1, 1]) == rrf(lists)

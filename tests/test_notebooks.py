@@ -129,6 +129,60 @@ def test_glue_references_have_stored_values(path: Path):
     )
 
 
+# A decimal number in an output: not part of a word, a version, a path or an id such as arXiv:1907.06432.
+FLOAT = re.compile(r"(?<![\w.:/#-])-?\d*\.\d+(?:[eE][-+]?\d+)?(?![\w.])")
+MAX_SIGNIFICANT = 8
+
+
+def significant_digits(number: str) -> int:
+    """Digits that carry information: `significant_digits("0.0012500") -> 5` (trailing zeros count)."""
+    mantissa = re.split(r"[eE]", number.lstrip("-"))[0]
+    return len(mantissa.replace(".", "").lstrip("0"))
+
+
+def _output_texts(output: dict) -> list[tuple[str, str]]:
+    """(kind, text) for every textual part of one output: streams, results, displays, glue records."""
+    texts = [("stream", "".join(output["text"]))] if "text" in output else []
+    for mime, data in output.get("data", {}).items():
+        if not mime.startswith("image/"):
+            texts.append((mime, "".join(data) if isinstance(data, list) else json.dumps(data)))
+    return texts
+
+
+def long_floats(nb: dict) -> list[tuple[int, str, str]]:
+    """(cell index, kind, number) for every stored number with more than MAX_SIGNIFICANT digits."""
+    found = []
+    for index, cell in enumerate(nb["cells"]):
+        for output in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            for kind, text in _output_texts(output):
+                found += [(index, f"glue {name!r}" if name else kind, number)
+                          for number in FLOAT.findall(text) if significant_digits(number) > MAX_SIGNIFICANT]
+    return found
+
+
+def test_long_float_scan_finds_raw_floats_only():
+    assert significant_digits("0.15908896923065186") == 17 and significant_digits("-0.0012500") == 5
+    assert significant_digits("9.999000099990002e-05") == 16
+    text = "d=0.1590888500213623 p=0.0325 arXiv:1907.06432 v3.11.7 x_0.123456789 id#0.123456789 1e-07"
+    assert FLOAT.findall(text) == ["0.1590888500213623", "0.0325"]
+    nb = {"cells": [{"cell_type": "markdown", "source": "0.123456789012"},
+                    {"cell_type": "code", "outputs": [
+                        {"output_type": "stream", "text": ["mrr 0.5153380474521679\n"]},
+                        {"output_type": "display_data", "metadata": {"scrapbook": {"name": "best"}},
+                         "data": {"application/papermill.record/text/plain": "0.806363582611084"}},
+                        {"output_type": "display_data", "data": {"image/png": "0.12345678901234"}}]}]}
+    assert long_floats(nb) == [(1, "stream", "0.5153380474521679"), (1, "glue 'best'", "0.806363582611084")]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_stored_float_has_more_than_eight_significant_digits(path: Path):
+    """A raw float32 sum differs from one CPU to another in the 7th digit: round it at the source."""
+    found = long_floats(_load(path))
+    assert not found, (f"{path.name}: raw floats in stored outputs (cell index, where, number); round them "
+                       f"with ragcourse.precision: {found[:12]}{' ...' if len(found) > 12 else ''}")
+
+
 def test_glue_regexes_find_references():
     text = "R@1 is {glue:text}`r_at_1:.3f` and {glue}`n_docs`.\n```{glue:figure} fig_recall\n```"
     assert set(GLUE_ROLE.findall(text)) == {"r_at_1", "n_docs"}

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from .precision import stable_order
+
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
@@ -131,8 +133,8 @@ class BM25:
         return out
 
     def rank(self, query: str) -> np.ndarray:
-        """All text positions, best first: score descending, then position ascending."""
-        return np.argsort(-self.scores(query), kind="stable")
+        """All text positions, best first: score (rounded to 6 places) descending, then position."""
+        return stable_order(self.scores(query), descending=True)
 
     def top(self, query: str, k: int) -> list[int]:
         """The ``k`` best text positions (same order as ``rank``)."""

@@ -38,6 +38,9 @@ from docutils import nodes
 
 #: Where committed data (ground truth, fingerprints) and built caches live.
 DATA_DIR = Path(os.environ.get("RAGCOURSE_DATA", Path(__file__).resolve().parents[2] / "data"))
+#: Where vectors and token matrices are cached; RAGCOURSE_CACHE moves it (the test suite's second,
+#: older-CPU pass uses its own, so that it embeds everything afresh).
+CACHE_ROOT = Path(os.environ.get("RAGCOURSE_CACHE", DATA_DIR / "cache"))
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from .chunking import Chunk
-from .corpus import DATA_DIR
+from .corpus import CACHE_ROOT
+from .precision import rounded_scores, stable_order
 
-CACHE_DIR = DATA_DIR / "cache" / "embeddings"
+CACHE_DIR = CACHE_ROOT / "embeddings"
 
 
 @dataclass(frozen=True)
@@ -137,13 +138,17 @@ def load_embedder(cache_dir: Path | None = CACHE_DIR) -> Embedder:
 
 
 def cosine_distances(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """1 - cos for every row against one query; for unit vectors this is 1 - dot product."""
-    return (1.0 - vectors @ query).astype(np.float64)
+    """1 - cos for every row against one query (for unit vectors, 1 - dot product), rounded to 6 places.
+
+    Rounded so that float32 noise from one CPU to another (about 1e-7) cannot decide a rank or a
+    gate; see `ragcourse.precision`.
+    """
+    return rounded_scores(1.0 - vectors @ query)
 
 
 def order(distances: np.ndarray) -> np.ndarray:
     """Positions sorted by distance, ties broken by position: `order([0.2, 0.1, 0.2]) -> [1, 0, 2]`."""
-    return np.lexsort((np.arange(len(distances)), np.asarray(distances)))
+    return stable_order(distances)
 
 
 @dataclass

@@ -5,7 +5,9 @@ Condorcet and individual Rank Learning Methods", SIGIR 2009) and a weighted vari
 distances and BM25 scores live on different, unbounded scales; RRF throws the scores away and adds
 ``1 / (k + rank)`` for every list an id appears in, so there is nothing to calibrate.
 
-Ties are broken deterministically: equal fused scores are ordered by the best (smallest) rank the
+Fused scores are rounded to `ragcourse.precision.DECIMALS` (6) places, like every score the course
+ranks by, so a difference below 1e-6 never decides an order. Ties are broken deterministically:
+equal fused scores are ordered by the best (smallest) rank the
 id reached in any list, then by first appearance (reading list 0 top to bottom, then list 1, ...).
 First appearance rather than the ids' natural order, so ids need only be hashable, not comparable.
 
@@ -17,6 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from typing import NamedTuple
+
+from .precision import DECIMALS
 
 
 class Fused(NamedTuple):
@@ -48,9 +52,10 @@ def fuse(
     Lists that do not contain ``d`` add nothing. Best first; ties as in the module docstring.
 
     >>> fuse([["a", "b"], ["b", "c"]], k=60)[0]
-    Fused(id='b', score=0.03252247488101534, best_rank=1)
+    Fused(id='b', score=0.032522, best_rank=1)
 
-    (``1/(60+2) + 1/(60+1)``: "b" is second in one list and first in the other.)
+    (``1/(60+2) + 1/(60+1)`` = 0.0325224..., rounded to 6 places: "b" is second in one list and first
+    in the other.)
     """
     weights = [1.0] * len(lists) if weights is None else list(weights)
     _check(lists, weights, k)
@@ -60,6 +65,7 @@ def fuse(
         for rank, item in enumerate(ranking, start=1):
             score[item] = score.get(item, 0.0) + w / (k + rank)
             best[item] = min(best.get(item, rank), rank)
+    score = {item: round(value, DECIMALS) for item, value in score.items()}
     first_seen = {item: i for i, item in enumerate(score)}  # dict keeps insertion order
     order = sorted(score, key=lambda d: (-score[d], best[d], first_seen[d]))
     return [Fused(d, score[d], best[d]) for d in order]

@@ -32,18 +32,18 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from . import models
+from . import models, precision
 from .chunking import Chunk
-from .corpus import DATA_DIR
+from .corpus import CACHE_ROOT
 from .dense import model_fingerprint, text_key
 
-TOKENS_DIR = DATA_DIR / "cache" / "tokens"
+TOKENS_DIR = CACHE_ROOT / "tokens"
 USES = ("text", "content")
 #: Which side's punctuation word pieces `LateInteractionReranker` drops before MaxSim.
 SKIP_PUNCTUATION = ("both", "query", "passage", "none")
-#: MaxSim scores are rounded to this many decimals, so float noise (BLAS, thread count) cannot
-#: reorder near-ties between machines; exact ties then keep their shortlist order.
-DECIMALS = 6
+#: MaxSim scores are rounded to `ragcourse.precision.DECIMALS` places, so float noise (BLAS, CPU
+#: kernels) cannot reorder near-ties between machines; exact ties then keep their shortlist order.
+DECIMALS = precision.DECIMALS
 
 
 @runtime_checkable
@@ -79,8 +79,7 @@ def _check_use(use: str) -> str:
 
 def order_by_score(scores: Sequence[float]) -> list[int]:
     """Positions by score descending, ties by position: `order_by_score([1, 3, 1]) -> [1, 0, 2]`."""
-    values = np.asarray(scores, dtype=np.float64)
-    return np.lexsort((np.arange(len(values)), -values)).tolist()
+    return precision.stable_order(scores, descending=True).tolist()
 
 
 def rerank(
