@@ -319,3 +319,22 @@ def test_from_ranks_matches_evaluate_and_rejects_bad_ranks():
     for bad in ({"a/doc": 0, "b/ticket": None}, {"a/doc": 1.5, "b/ticket": None}, {"a/doc": 1}):
         with pytest.raises(ValueError, match="a/doc|b/ticket"):
             from_ranks(bad, qs)
+
+
+def test_with_interval_prints_the_value_and_its_interval():
+    from ragcourse.evaluation import with_interval
+
+    assert with_interval(0.5, 0.38102, 0.61898) == "0.500 [0.381, 0.619]"
+    assert with_interval(0.51489, float("nan"), float("nan")) == "0.515"
+    assert with_interval(0.5) == "0.500"
+
+
+def test_interval_table_is_one_row_per_label_in_first_seen_order():
+    from ragcourse.evaluation import interval_table, summarize
+
+    per_query = pd.DataFrame({"query": ["a", "b"], "hit@1": [True, False], "rr": [1.0, 0.25]})
+    table = interval_table(pd.concat([summarize(per_query, "Z"), summarize(per_query, "A")]))
+    assert list(table.index) == ["Z", "A"] and list(table.columns) == ["R@1", "MRR"]
+    low, high = wilson(1, 2)
+    assert table.loc["Z", "R@1"] == f"0.500 [{low:.3f}, {high:.3f}]"
+    assert table.loc["A", "MRR"] == "0.625"  # (1 + 1/4) / 2

@@ -257,6 +257,30 @@ def summarize(per_query: pd.DataFrame, label: str, confidence: float = 0.95) -> 
     return frame.astype({"hits": "Int64"})
 
 
+def with_interval(value: float, low: float | None = None, high: float | None = None, digits: int = 3) -> str:
+    """A metric as the book prints it: ``with_interval(0.5, 0.381, 0.619) -> '0.500 [0.381, 0.619]'``.
+
+    Without an interval (MRR has none: low and high are NaN or None) the bare value: ``'0.515'``.
+    """
+    if low is None or high is None or pd.isna(low) or pd.isna(high):
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def interval_table(summaries: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """``summarize`` rows (one or several labels) as one row per label and one column per metric.
+
+    Each cell is ``with_interval(value, low, high)``; labels and metrics keep their first-seen order.
+    """
+    cells = [with_interval(v, lo, hi) for v, lo, hi in
+             zip(summaries["value"], summaries["low"], summaries["high"], strict=True)]
+    wide = summaries.assign(cell=cells).pivot(index="label", columns="metric", values="cell")
+    columns = list(metrics) if metrics is not None else list(dict.fromkeys(summaries["metric"]))
+    wide = wide.loc[list(dict.fromkeys(summaries["label"])), columns]
+    wide.columns.name = None
+    return wide
+
+
 def compare(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, metric: str) -> Paired:
     """Paired comparison of A against B on one per-query column (``hit@k`` or ``rr``).
 
