@@ -66,8 +66,8 @@ $(STAMPS)/install: requirements.txt requirements-nodeps.txt pyproject.toml
 
 corpus: $(STAMPS)/corpus
 
-$(STAMPS)/corpus: $(STAMPS)/install src/ragcourse/corpus.py
-	$(PY) -m ragcourse.corpus build
+$(STAMPS)/corpus: $(STAMPS)/install src/ragcourse/corpus.py src/ragcourse/corpus_build.py
+	$(PY) -m ragcourse.corpus_build
 	touch $@
 
 mathjax: $(STAMPS)/mathjax

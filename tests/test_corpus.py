@@ -1,20 +1,30 @@
-"""Tests for ragcourse.corpus: the pinned docutils sdist rendered to Markdown, cache and lock."""
+"""Tests for ragcourse.corpus: the built corpus at run time (load, verify, sections, profile)."""
 
 from __future__ import annotations
 
-import os
-import re
+import doctest
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from docutils import nodes
-from docutils.parsers.rst import roles
 
-from ragcourse import corpus
-from ragcourse.corpus import CorpusError, Document
+import ragcourse.corpus
+from ragcourse.corpus import (
+    CORPUS_DIR,
+    SOURCE_FILES,
+    CorpusError,
+    Document,
+    collapse,
+    doc_id,
+    fingerprint,
+    load_corpus,
+    main,
+    profile,
+    read_lock,
+    sections,
+    sha256_file,
+)
 
 EXPECTED_IDS = [
     "dev-repository", "dev-rst-problems", "dev-testing", "eps-ep-001", "eps-ep-010",
@@ -23,231 +33,93 @@ EXPECTED_IDS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def sdist() -> Path:
-    path = corpus.SOURCES_DIR / corpus.SDIST_FILENAME
-    if not path.is_file():
-        pytest.skip(f"{path} is absent: run `python -m ragcourse.corpus build` first")
-    return path
+def test_docstring_examples():
+    assert doctest.testmod(ragcourse.corpus).failed == 0
 
 
-@pytest.fixture(scope="session")
-def fresh(sdist) -> list[Document]:
-    """A fresh in-memory build (nothing written)."""
-    return corpus.build_documents(sdist)
+@pytest.mark.parametrize("module", ["corpus", "chunking", "dense", "pipeline"])
+def test_run_time_modules_do_not_load_docutils(module):
+    code = f"import sys, ragcourse.{module}; print(sorted(m for m in sys.modules if m.startswith('docutils')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
-@pytest.fixture(scope="session")
-def doctrees(sdist) -> dict[str, nodes.document]:
-    sources = corpus.read_sources(sdist)
-    return {corpus.doc_id(name): corpus.parse(corpus.preprocess(sources[name],
-                                                                sources[corpus.S5DEFS_PATH]), name)
-            for name in corpus.SOURCE_FILES}
+# ----- load and verify
 
 
-def prose_lines(text: str) -> list[str]:
-    """Lines outside fenced code blocks (fences may sit under list indentation or '> ')."""
-    out, mark = [], ""
-    for line in text.split("\n"):
-        bare = re.sub(r"^[ >]*", "", line)
-        if mark:
-            mark = "" if bare == mark else mark
-            continue
-        match = re.match(r"(`{3,})", bare)
-        if match:
-            mark = match.group(1)
-            continue
-        out.append(line)
-    return out
-
-
-# ----- the build
-
-
-def test_thirteen_documents_sorted_by_id(fresh):
-    assert [d.id for d in fresh] == EXPECTED_IDS
-    assert fresh[0].title == "The Docutils Version Repository"
-    assert {d.title for d in fresh} >= {"A ReStructuredText Primer", "LaTeX syntax for mathematics"}
-
-
-def test_127_sections_one_per_top_level_doctree_section(fresh, doctrees):
-    counts = {d.id: len(corpus.sections(d)) for d in fresh}
-    assert sum(counts.values()) == 127
-    for doc_id, doctree in doctrees.items():
-        top = [c for c in doctree.children if isinstance(c, nodes.section)]
-        assert counts[doc_id] == len(top), doc_id
-
-
-def test_characters_in_expected_band(fresh):
-    # The brief expected roughly 320k-360k; this renderer measures 319.5k (see the report).
-    total = sum(len(d.text) for d in fresh)
-    assert 310_000 <= total <= 360_000, total
-
-
-def test_lock_matches_a_fresh_build(fresh):
-    lock = corpus.read_lock()
-    assert lock["source"]["sha256"] == corpus.SDIST_SHA256
-    assert lock["source"]["files"] == list(corpus.SOURCE_FILES)
-    assert lock["profile"] == {"documents": 13, "characters": sum(len(d.text) for d in fresh),
-                               "sections": 127}
-    assert corpus.fingerprint(fresh) == lock["fingerprint"], (
-        "the rendering changed: rebuild and, if deliberate, run "
-        "`python -m ragcourse.corpus build --update-lock`")
+def test_loaded_corpus_matches_the_lock(corpus):
+    lock = read_lock()
+    assert [d.id for d in corpus] == EXPECTED_IDS
+    assert lock["profile"] == {"documents": 13, "characters": 319_513, "sections": 127}
+    assert sum(len(d.text) for d in corpus) == 319_513
+    assert fingerprint(corpus) == lock["fingerprint"]
+    assert lock["fingerprint"].startswith("7c9e0b0916bb")
 
 
 def test_fingerprint_depends_on_every_field():
     base = [Document("a", "T", "text"), Document("b", "U", "more")]
-    fp = corpus.fingerprint(base)
-    assert corpus.fingerprint(list(reversed(base))) == fp  # order-independent (sorted by id)
-    assert corpus.fingerprint([Document("a", "T", "texT"), base[1]]) != fp
-    assert corpus.fingerprint([Document("a", "X", "text"), base[1]]) != fp
-    assert corpus.fingerprint([Document("c", "T", "text"), base[1]]) != fp
+    fp = fingerprint(base)
+    assert fingerprint(list(reversed(base))) == fp  # order-independent (sorted by id)
+    assert fingerprint([Document("a", "T", "texT"), base[1]]) != fp
+    assert fingerprint([Document("a", "X", "text"), base[1]]) != fp
+    assert fingerprint([Document("c", "T", "text"), base[1]]) != fp
 
 
-def test_deterministic_across_hash_seeds(sdist, fresh):
-    code = ("import sys; from ragcourse import corpus; "
-            "print(corpus.fingerprint(corpus.build_documents(sys.argv[1])))")
-    prints = set()
-    for seed in ("0", "12345"):
-        env = dict(os.environ, PYTHONHASHSEED=seed)
-        done = subprocess.run([sys.executable, "-c", code, str(sdist)], env=env,
-                              capture_output=True, text=True, check=True)
-        prints.add(done.stdout.strip())
-    assert prints == {corpus.fingerprint(fresh)}
-
-
-# ----- the cache and the lock
-
-
-def test_cache_round_trip_and_corruption_is_rejected(fresh, tmp_path):
-    corpus.write_corpus(fresh, tmp_path / "good")
-    assert corpus.load_corpus(tmp_path / "good") == fresh
-    shutil.copytree(tmp_path / "good", tmp_path / "bad")
-    target = tmp_path / "bad" / "user-odt.md"
+def test_corrupted_cache_is_rejected_naming_the_document(corpus, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(CORPUS_DIR, copy)
+    assert load_corpus(copy) == corpus  # an exact copy passes
+    target = copy / "user-odt.md"
     text = target.read_text(encoding="utf-8")
-    target.write_text(text[:500] + ("X" if text[500] != "X" else "Y") + text[501:],
-                      encoding="utf-8")
+    target.write_text(text[:500] + ("X" if text[500] != "X" else "Y") + text[501:], encoding="utf-8")
     with pytest.raises(CorpusError) as caught:
-        corpus.load_corpus(tmp_path / "bad")
+        load_corpus(copy)
     message = str(caught.value)
-    assert corpus.fingerprint(fresh) in message and "user-odt" in message
-    assert "user-config" not in message and "--update-lock" in message
+    assert read_lock()["fingerprint"] in message
+    assert "documents that differ: user-odt." in message and "user-config" not in message
+    assert "`python -m ragcourse.corpus_build --update-lock`" in message
 
 
 def test_missing_cache_says_how_to_build(tmp_path):
-    with pytest.raises(CorpusError, match="make corpus"):
-        corpus.load_corpus(tmp_path / "nowhere")
+    with pytest.raises(CorpusError, match=r"`make corpus` \(or `python -m ragcourse.corpus_build`\)"):
+        load_corpus(tmp_path / "nowhere")
 
 
-def test_wrong_sdist_hash_is_rejected(tmp_path):
-    fake = tmp_path / corpus.SDIST_FILENAME
-    fake.write_bytes(b"not the docutils sdist")
-    with pytest.raises(CorpusError, match=corpus.SDIST_SHA256):
-        corpus.fetch_sdist(tmp_path)  # present, so no download: only the check runs
-    with pytest.raises(CorpusError, match="sha256"):
-        corpus.build_corpus(fake, tmp_path / "out")
+def test_missing_lock_says_who_writes_it(tmp_path):
+    with pytest.raises(CorpusError, match="`python -m ragcourse.corpus_build --update-lock`"):
+        read_lock(tmp_path / "corpus.lock.json")
 
 
-def test_parsing_does_not_leak_roles():
-    before = dict(roles._roles)
-    corpus.parse(".. role:: custom\n.. default-role:: math\n\n`x^2`\n", "t.rst")
-    assert dict(roles._roles) == before
+def test_check_command(corpus, capsys):
+    assert main(["check"]) == 0
+    assert capsys.readouterr().out.startswith("corpus OK: 13 documents, fingerprint 7c9e0b0916bb")
+    with pytest.raises(SystemExit):  # building is `python -m ragcourse.corpus_build`
+        main(["build"])
 
 
-# ----- the rendering
+# ----- small helpers
 
 
-def test_no_title_line_and_no_front_matter(fresh):
-    for doc in fresh:
-        assert not doc.text.startswith("# ") and not doc.text.startswith(doc.title)
-        for line in prose_lines(doc.text):
-            assert not line.startswith("# "), (doc.id, line)
-            assert not re.match(r":(Author|Authors|Date|Revision|Copyright|Contact|Status):",
-                                line), (doc.id, line)
-        assert "$Date: " not in doc.text.split("\n## ")[0], doc.id
+def test_sha256_file(tmp_path):
+    path = tmp_path / "abc.txt"
+    path.write_bytes(b"abc")
+    assert sha256_file(path) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    path.write_bytes(b"")
+    assert sha256_file(str(path)) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
-VERBATIM = (nodes.literal_block, nodes.doctest_block, nodes.math, nodes.math_block,
-            nodes.comment, nodes.raw, nodes.system_message)
-
-RESIDUE = {
-    "directive": re.compile(r"^[ >]*(?:[-*] )?\.\. \S"),
-    "literal marker": re.compile(r"::$"),
-    "role": re.compile(r":[\w-]+:`|`:[\w-]+:"),
-    "backquote": re.compile(r"`"),
-    "emphasis": re.compile(r"(?<![\w*])\*{1,2}\w[^*\n]*\w\*{1,2}(?![\w*])"),
-    "substitution": re.compile(r"(?<![\w|])\|\w[\w -]*\|(?![\w|])"),
-}
+def test_collapse_and_doc_id():
+    assert collapse(" a\n\t b  c \n") == "a b c"
+    assert doc_id("docs/eps/ep-010.rst") == "eps-ep-010"
+    assert sorted(doc_id(f) for f in SOURCE_FILES) == EXPECTED_IDS
 
 
-def _text_pieces(doctree: nodes.document) -> list[str]:
-    """The words docutils kept as text (markup already consumed), outside verbatim nodes."""
-    return [corpus.collapse(t.astext()) for t in doctree.findall(nodes.Text)
-            if not any(isinstance(a, VERBATIM) for a in _ancestors(t))]
+# ----- sections and profile on the built corpus
 
 
-def test_no_rst_residue_outside_code(fresh, doctrees):
-    """Markup characters in the prose may only come from the text itself (quoted examples)."""
-    for doc in fresh:
-        lines = [re.sub(r"\$[^$\n]+\$", "", line) for line in prose_lines(doc.text)]
-        lines = [re.sub(r"^(?:[-*] |\d+\. |> )+", "", line.strip()) for line in lines]
-        pieces = _text_pieces(doctrees[doc.id])
-        for name, pattern in RESIDUE.items():
-            found = sum(len(pattern.findall(line)) for line in lines)
-            allowed = sum(len(pattern.findall(piece)) for piece in pieces)
-            assert found <= allowed, (doc.id, name, [x for x in lines if pattern.search(x)][:5])
-
-
-def test_no_markup_residue_in_a_hand_checked_passage(fresh):
-    doc = next(d for d in fresh if d.id == "ref-rst-roles")
-    assert "The default \"default role\" is \":title-reference:\"." in doc.text
-    assert ":title:`" not in "\n".join(prose_lines(doc.text)).replace(
-        "This is :title:`interpreted text`", "")
-
-
-def test_substitutions_are_resolved(fresh, sdist):
-    sources = corpus.read_sources(sdist)
-    names = {m for name in corpus.SOURCE_FILES
-             for m in re.findall(r"^\.\. \|([^|]+)\| ", sources[name], flags=re.M)}
-    assert {"latex", "bullet"} <= names  # defined in mathematics.rst and slide-shows.rst
-    for doc in fresh:
-        for name in names:
-            assert f"|{name}|" not in "\n".join(prose_lines(doc.text)), (doc.id, name)
-    assert render("|tex| ok\n\n.. |tex| replace:: T\\ :sub:`E`\\ X\n") == "TEX ok\n"
-
-
-def test_code_fences_balanced_and_complete(fresh, doctrees):
-    for doc in fresh:
-        opened, mark = 0, ""
-        for line in doc.text.split("\n"):
-            bare = re.sub(r"^[ >]*", "", line)
-            if mark and bare == mark:
-                mark = ""
-            elif not mark and re.match(r"`{3,}", bare):
-                mark, opened = re.match(r"`+", bare).group(0), opened + 1
-        assert mark == "", doc.id
-        code = doctrees[doc.id].findall(
-            lambda n: isinstance(n, nodes.literal_block | nodes.doctest_block))
-        skipped = nodes.table | nodes.system_message  # cells collapse code; messages are dropped
-        blocks = [n for n in code if not any(isinstance(a, skipped) for a in _ancestors(n))]
-        assert opened == len(blocks), doc.id
-
-
-def _ancestors(node: nodes.Node):
-    while node.parent is not None:
-        node = node.parent
-        yield node
-
-
-def test_paragraphs_are_single_lines(fresh):
-    doc = next(d for d in fresh if d.id == "user-rst-quickstart")
-    assert ("From the outset, let me say that \"Structured Text\" is probably a bit of a misnomer. "
-            "It's more like \"Relaxed Text\" that uses certain consistent patterns.") in doc.text
-
-
-def test_sections_offsets(fresh):
-    for doc in fresh:
-        found = corpus.sections(doc)
+def test_sections_offsets(corpus):
+    for doc in corpus:
+        found = sections(doc)
         assert found[-1].end == len(doc.text)
         for here, following in zip(found, found[1:], strict=False):
             assert here.end == following.start
@@ -255,49 +127,10 @@ def test_sections_offsets(fresh):
             assert doc.text[section.start:].startswith(f"## {section.title}\n")
 
 
-def test_profile_rows(fresh):
-    table = corpus.profile(fresh)
+def test_profile_rows(corpus):
+    table = profile(corpus)
     assert list(table.columns) == ["id", "title", "characters", "sections", "words"]
     assert list(table["id"]) == EXPECTED_IDS
     assert table["sections"].sum() == 127
-    assert table["characters"].sum() == sum(len(d.text) for d in fresh)
-
-
-# ----- the walker on small inputs (expected Markdown written by hand)
-
-
-def render(rst: str) -> str:
-    return corpus.render_document(corpus.parse(rst, "t.rst"))[1]
-
-
-def test_render_inline_and_admonition():
-    rst = "Para with *em*, **strong**, ``lit`` and a `link <http://x>`_.\n\n.. note:: Be careful.\n"
-    assert render(rst) == "Para with em, strong, lit and a link.\n\nNote: Be careful.\n"
-
-
-def test_render_code_fence_longer_than_content():
-    rst = "Example::\n\n    ```\n    x\n"
-    assert render(rst) == "Example:\n\n````\n```\nx\n````\n"
-
-
-def test_render_math():
-    rst = "Inline :math:`a^2` here.\n\n.. math:: E = mc^2\n"
-    assert render(rst) == "Inline $a^2$ here.\n\n$$\nE = mc^2\n$$\n"
-
-
-def test_render_grid_table_with_spans_and_list():
-    rst = ("+----+----+\n| H1 | H2 |\n+====+====+\n| a  | - x|\n+----+ - y|\n| b  |    |\n"
-           "+----+----+\n| spans   |\n+---------+\n")
-    assert render(rst) == "| H1 | H2 |\n| --- | --- |\n| a | x; y |\n| b |  |\n| spans |  |\n"
-
-
-def test_render_headerless_table_one_line_per_row():
-    rst = "==  ==\na   1\nb   2\n==  ==\n"
-    assert render(rst) == "a | 1\nb | 2\n"
-
-
-def test_render_lists_and_sections():
-    rst = ("Title\n=====\n\nIntro.\n\nPart\n----\n\n- one\n- two\n\nSub\n~~~\n\nterm\n  def.\n\n"
-           "1. first\n\n   more\n")
-    expected = "Intro.\n\n## Part\n\n- one\n- two\n\n### Sub\n\n- term: def.\n\n1. first\n\n   more\n"
-    assert render(rst) == expected
+    assert table["characters"].sum() == 319_513
+    assert dict(zip(table["id"], table["sections"], strict=True))["user-slide-shows"] == 27

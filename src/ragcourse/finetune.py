@@ -41,7 +41,8 @@ import numpy as np
 
 from . import models
 from .bm25 import BM25
-from .corpus import DATA_DIR, collapse, pip_download, sha256_file
+from .corpus import DATA_DIR, collapse, sha256_file
+from .corpus_build import pip_download
 from .dense import model_fingerprint
 from .rerank import CrossEncoderReranker
 

@@ -1,0 +1,604 @@
+"""Building the corpus: the pinned docutils sdist rendered to Markdown (chapter 1; setup time only).
+
+Implements: fetching and pinning the docutils sdist (`pip_download`, `fetch_sdist`), parsing the
+13 files of `ragcourse.corpus.SOURCE_FILES` with docutils' own parser, walking each doctree into
+plain Markdown (one paragraph per line, fenced code, pipe tables, ``$$`` math), and writing the
+result to ``DATA_DIR/corpus/`` with its manifest (and, for maintainers, the lock).
+
+Leaves out: images (only captions survive), raw HTML, the header/footer navigation, tables of
+contents, link-target lists and docinfo front matter. Reading and verifying the built corpus is
+`ragcourse.corpus`, which never imports docutils. Nothing here touches the network except
+`pip_download`, which runs pip once at setup time.
+
+Command line::
+
+    python -m ragcourse.corpus_build [--update-lock]   # fetch + build + write + verify
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import re
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from docutils import nodes
+
+from .corpus import (
+    BUILD_COMMAND,
+    CORPUS_DIR,
+    DATA_DIR,
+    LOCK_PATH,
+    REBUILD_HINT,
+    SOURCE_FILES,
+    CorpusError,
+    Document,
+    collapse,
+    doc_id,
+    document_sha256,
+    fingerprint,
+    load_corpus,
+    profile,
+    sections,
+    sha256_file,
+)
+
+# --------------------------------------------------------------------------- the source pin
+
+SDIST_NAME = "docutils"
+SDIST_VERSION = "0.22.2"
+SDIST_SHA256 = "9fdb771707c8784c8f2728b67cb2c691305933d68137ef95a75db5f4dfbc213d"
+SDIST_FILENAME = f"{SDIST_NAME}-{SDIST_VERSION}.tar.gz"
+S5DEFS_PATH = "docutils/parsers/rst/include/s5defs.txt"
+SOURCES_DIR = DATA_DIR / "sources"
+
+#: docutils settings: no config files, no file/URL insertion, no raw, never halt, quiet.
+DOCUTILS_SETTINGS = {
+    "_disable_config": True,
+    "halt_level": 5,
+    "report_level": 2,
+    "file_insertion_enabled": False,
+    "raw_enabled": False,
+    "language_code": "en",
+    "smart_quotes": False,
+    "syntax_highlight": "none",
+    "sectnum_xform": False,
+    "strip_comments": True,
+}
+
+
+# --------------------------------------------------------------------------- fetch
+
+def verify_sdist(path: Path) -> Path:
+    """Raise CorpusError unless `path` exists and has the pinned sha256."""
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusError(f"docutils sdist not found at {path}; {REBUILD_HINT} to fetch it")
+    actual = sha256_file(path)
+    if actual != SDIST_SHA256:
+        raise CorpusError(
+            f"{path} has sha256 {actual}, expected {SDIST_SHA256} "
+            f"({SDIST_FILENAME}); delete the file and {REBUILD_HINT} to download it again"
+        )
+    return path
+
+
+def pip_download(name: str, version: str, filename: str, dest: Path, no_binary: str | None = None) -> Path:
+    """`dest/filename`, downloaded with `pip download` (sdist of `name`) unless already there.
+
+    `no_binary` is pip's --no-binary value (default: `name` alone). Raises RuntimeError with pip's
+    message if the download fails; the caller checks the file's sha256.
+    """
+    target = Path(dest) / filename
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", no_binary or name,
+               f"{name}=={version}", "-d", str(target.parent)]
+        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if result.returncode != 0 or not target.is_file():
+            raise RuntimeError(f"pip download failed ({' '.join(cmd)}):\n{result.stderr[-2000:]}")
+    return target
+
+
+def fetch_sdist(dest_dir: Path | None = None) -> Path:
+    """Download the pinned docutils sdist with pip (unless present) and verify its sha256."""
+    dest = Path(dest_dir) if dest_dir is not None else SOURCES_DIR
+    try:
+        target = pip_download(SDIST_NAME, SDIST_VERSION, SDIST_FILENAME, dest, no_binary=":all:")
+    except RuntimeError as error:
+        raise CorpusError(str(error)) from error
+    return verify_sdist(target)
+
+
+# --------------------------------------------------------------------------- read + parse
+
+def read_sources(sdist_path: Path) -> dict[str, str]:
+    """Read the 13 source files (plus s5defs.txt, keyed by its path) from the tarball."""
+    root = f"{SDIST_NAME}-{SDIST_VERSION}/"
+    out: dict[str, str] = {}
+    with tarfile.open(sdist_path, "r:gz") as tar:
+        for name in (*SOURCE_FILES, S5DEFS_PATH):
+            member = tar.extractfile(root + name)
+            if member is None:
+                raise CorpusError(f"{name} is missing from {sdist_path}")
+            out[name] = member.read().decode("utf-8")
+    return out
+
+
+_RELATIVE_INCLUDE = re.compile(r"^\.\. include:: [^<\n][^\n]*\n", re.M)
+_S5DEFS_INCLUDE = re.compile(r"^\.\. include:: <s5defs\.txt>[ \t]*$", re.M)
+
+
+def preprocess(source: str, s5defs: str) -> str:
+    """Drop top-level relative includes (navigation headers); inline the bundled s5defs.txt.
+
+    >>> preprocess('.. include:: ../header.rst\\nText\\n', '')
+    'Text\\n'
+    """
+    source = _RELATIVE_INCLUDE.sub("", source)
+    return _S5DEFS_INCLUDE.sub(lambda _: s5defs.rstrip("\n"), source)
+
+
+@contextlib.contextmanager
+def _isolated_registries() -> Iterator[None]:
+    """Restore docutils' global role/directive tables after a parse (role/default-role leak)."""
+    from docutils.parsers.rst import directives, roles
+
+    saved_roles, saved_directives = dict(roles._roles), dict(directives._directives)
+    try:
+        yield
+    finally:
+        roles._roles.clear()
+        roles._roles.update(saved_roles)
+        directives._directives.clear()
+        directives._directives.update(saved_directives)
+
+
+def parse(source: str, source_path: str):
+    """Parse reStructuredText into a docutils doctree with the offline, quiet settings."""
+    from docutils.core import publish_doctree
+
+    settings = dict(DOCUTILS_SETTINGS, warning_stream=io.StringIO())
+    with _isolated_registries():
+        return publish_doctree(source, source_path=source_path, settings_overrides=settings)
+
+# --------------------------------------------------------------------------- doctree -> Markdown
+# One small renderer per node family. Block renderers return a list of Markdown blocks (joined
+# later by one blank line); inline rendering returns plain text (markup dropped, math as $...$).
+
+
+
+def _problematic(node: nodes.problematic) -> str:
+    """Unresolved markup keeps its words: '`inline markup`_' -> 'inline markup'."""
+    return re.sub(r"^:[\w.-]+:|`|_{1,2}$", "", node.astext())
+
+
+_INLINE: dict[type, Callable[[nodes.Node], str]] = {}
+
+
+def inline(node: nodes.Node) -> str:
+    """Plain text of a node's inline content (no backquotes or asterisks; math as $...$)."""
+    if isinstance(node, nodes.Text):
+        return node.astext()
+    handler = _INLINE.get(type(node))
+    if handler is not None:
+        return handler(node)
+    return "".join(inline(child) for child in node.children)
+
+
+def _text(node: nodes.Node) -> str:
+    return collapse(inline(node))
+
+
+def _is_dropped(node: nodes.Node) -> bool:
+    return isinstance(node, _DROPPED) or (
+        isinstance(node, nodes.topic) and "contents" in node["classes"])
+
+
+def blocks(node: nodes.Element) -> list[str]:
+    """Render the children of `node` as Markdown blocks, skipping empty ones."""
+    out: list[str] = []
+    for child in node.children:
+        out.extend(block(child))
+    return [b for b in out if b.strip()]
+
+
+def block(node: nodes.Node) -> list[str]:
+    """Render one block-level node (dispatch on its family)."""
+    if _is_dropped(node):
+        return []
+    for family, render in _BLOCK:
+        if isinstance(node, family):
+            return render(node)
+    if isinstance(node, nodes.TextElement):
+        return [_text(node)]
+    return blocks(node) if isinstance(node, nodes.Element) else [collapse(node.astext())]
+
+
+def _first_content(node: nodes.Element) -> nodes.Node | None:
+    """First child that renders to something (titles and labels count as dropped)."""
+    return next((c for c in node.children if not _is_dropped(c)), None)
+
+
+def _labelled(label: str, node: nodes.Element) -> list[str]:
+    """Blocks of `node` led by 'label: ' (merged into a first paragraph, else its own line)."""
+    body = blocks(node)
+    lead = label if label.endswith(":") else label + ":"
+    if body and isinstance(_first_content(node), nodes.paragraph):
+        body[0] = f"{lead} {body[0]}"
+    elif label:
+        body.insert(0, lead)
+    return body
+
+
+# ----- sections, paragraphs, code, math
+
+def _section(node: nodes.section) -> list[str]:
+    level, parent = 1, node.parent
+    while parent is not None:
+        level += isinstance(parent, nodes.section)
+        parent = parent.parent
+    heading = "#" * min(level + 1, 6) + " " + _text(node[0])
+    return [heading, *blocks(node)]
+
+
+def fence(content: str, info: str = "") -> str:
+    """Fence `content` verbatim, with a fence longer than any backtick run inside it."""
+    longest = max((len(run) for run in re.findall(r"`{3,}", content)), default=0)
+    mark = "`" * max(3, longest + 1)
+    return f"{mark}{info}\n{content}\n{mark}"
+
+
+def _literal_block(node: nodes.literal_block) -> list[str]:
+    classes = node.get("classes", [])
+    language = next((c for c in classes if c != "code"), "") if "code" in classes else ""
+    return [fence(node.astext(), language)]
+
+
+def _math_block(node: nodes.math_block) -> list[str]:
+    return ["$$\n" + node.astext().strip("\n") + "\n$$"]
+
+
+def _line_block(node: nodes.line_block, indent: str = "") -> list[str]:
+    lines: list[str] = []
+    for child in node.children:
+        if isinstance(child, nodes.line_block):
+            lines.extend(_line_block(child, indent + "  ")[0].split("\n"))
+        else:
+            lines.append(indent + _text(child))
+    return ["\n".join(lines)]
+
+
+def _block_quote(node: nodes.block_quote) -> list[str]:
+    text = "\n\n".join(blocks(node))
+    return ["\n".join("> " + line if line else ">" for line in text.split("\n"))]
+
+
+# ----- lists
+
+def _item(marker: str, body: list[str]) -> str:
+    """'- ' + blocks, continuation lines indented under the marker: ['a', 'b'] -> '- a\n\n  b'."""
+    lines = "\n\n".join(body).split("\n")
+    pad = " " * len(marker)
+    rest = [pad + line if line else "" for line in lines[1:]]
+    if lines[0].startswith("`"):  # a fence never shares its line with the marker
+        return "\n".join([marker.rstrip(), pad + lines[0], *rest])
+    return "\n".join([marker + lines[0], *rest])
+
+
+def _join_items(items: list[str]) -> list[str]:
+    """Tight list when every item is one line, else items separated by a blank line."""
+    if not items:
+        return []
+    return ["\n".join(items) if all("\n" not in i for i in items) else "\n\n".join(items)]
+
+
+def _roman(number: int) -> str:
+    """14 -> 'xiv'."""
+    out = ""
+    for value, letters in ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"),
+                           (90, "xc"), (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"),
+                           (4, "iv"), (1, "i")):
+        count, number = divmod(number, value)
+        out += letters * count
+    return out
+
+
+def _enum_label(enumtype: str, number: int) -> str:
+    labels = {"arabic": str(number), "loweralpha": chr(96 + number),
+              "upperalpha": chr(64 + number), "lowerroman": _roman(number),
+              "upperroman": _roman(number).upper()}
+    return labels.get(enumtype, str(number))
+
+
+def _bullet_list(node: nodes.bullet_list) -> list[str]:
+    return _join_items([_item("- ", blocks(item)) for item in node.children])
+
+
+def _enumerated_list(node: nodes.enumerated_list) -> list[str]:
+    start, kind = node.get("start", 1), node.get("enumtype", "arabic")
+    prefix, suffix = node.get("prefix", ""), node.get("suffix", ".")
+    items = [_item(f"{prefix}{_enum_label(kind, start + i)}{suffix} ", blocks(item))
+             for i, item in enumerate(node.children)]
+    return _join_items(items)
+
+
+def _definition_list(node: nodes.definition_list) -> list[str]:
+    items = []
+    for entry in node.children:
+        term = " ".join(_text(t) for t in entry.children if isinstance(t, nodes.term))
+        kinds = [_text(c) for c in entry.children if isinstance(c, nodes.classifier)]
+        label = f"{term} ({', '.join(kinds)})" if kinds else term
+        definition = next(c for c in entry.children if isinstance(c, nodes.definition))
+        items.append(_item("- ", _labelled(label, definition)))
+    return _join_items(items)
+
+
+def _field_list(node: nodes.field_list) -> list[str]:
+    if isinstance(node.parent, nodes.document):
+        return []  # front matter that the docinfo transform did not take
+    items = [_item("- ", _labelled(_text(field[0]), field[1])) for field in node.children]
+    return _join_items(items)
+
+
+def _option(node: nodes.option) -> str:
+    """'--stylesheet=<URL>' (option_argument.astext() already starts with its delimiter)."""
+    return "".join(part.astext() for part in node.children)
+
+
+def _option_list(node: nodes.option_list) -> list[str]:
+    items = []
+    for entry in node.children:
+        group, description = entry[0], entry[1]
+        label = ", ".join(_option(option) for option in group.children)
+        items.append(_item("- ", _labelled(label, description)))
+    return _join_items(items)
+
+
+# ----- titled containers, notes
+
+def _admonition(node: nodes.Element) -> list[str]:
+    """'.. note::' -> 'Note: ...'; generic admonitions, topics and sidebars use their title."""
+    if isinstance(node, nodes.admonition | nodes.topic | nodes.sidebar):
+        titles = [_text(c) for c in node.children if isinstance(c, nodes.title | nodes.subtitle)]
+        label = " - ".join(titles)
+    else:
+        label = node.tagname.capitalize()
+    if not blocks(node):
+        return []  # e.g. the 'Links' topic once its target notes are removed
+    return _labelled(label, node)
+
+
+def _footnote(node: nodes.footnote | nodes.citation) -> list[str]:
+    label = next((c.astext() for c in node.children if isinstance(c, nodes.label)), "")
+    body = blocks(node)
+    if body and isinstance(_first_content(node), nodes.paragraph):
+        body[0] = f"[{label}] {body[0]}"
+    else:
+        body.insert(0, f"[{label}]")
+    return body
+
+
+def _figure(node: nodes.figure) -> list[str]:
+    return blocks(node)  # the image is dropped; caption and legend stay as paragraphs
+
+
+# ----- tables
+
+def _cell_text(entry: nodes.Element) -> str:
+    """One table cell on one line: blocks joined by spaces, list items by '; ', code collapsed.
+
+    A cell holding the list '- Space bar' / '- Return' becomes 'Space bar; Return'.
+    """
+    parts: list[str] = []
+    for child in entry.children:
+        if isinstance(child, nodes.literal_block | nodes.doctest_block):
+            parts.append(collapse(child.astext()))
+        elif isinstance(child, nodes.bullet_list | nodes.enumerated_list):
+            parts.append("; ".join(_cell_text(item) for item in child.children))
+        else:
+            parts.extend(collapse(b) for b in block(child))
+    return " ".join(p for p in parts if p)
+
+
+def _grid(rows: list[nodes.row], ncols: int) -> list[list[str]]:
+    """Place cells on an ncols-wide grid; cells covered by a row/column span stay ''."""
+    grid, carry = [], [0] * ncols
+    for row in rows:
+        cells: list[str | None] = [None] * ncols
+        for col in range(ncols):
+            if carry[col]:
+                cells[col], carry[col] = "", carry[col] - 1
+        col = 0
+        for entry in row.children:
+            while col < ncols and cells[col] is not None:
+                col += 1
+            width = entry.get("morecols", 0) + 1
+            for offset in range(min(width, ncols - col)):
+                cells[col + offset] = _cell_text(entry) if offset == 0 else ""
+                carry[col + offset] = entry.get("morerows", 0)
+            col += width
+        grid.append([c or "" for c in cells])
+    return grid
+
+
+def _pipe_row(cells: list[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def _table(node: nodes.table) -> list[str]:
+    """Pipe table when the table has a header row; otherwise one line per row."""
+    out = [_text(c) for c in node.children if isinstance(c, nodes.title)]
+    tgroup = next(c for c in node.children if isinstance(c, nodes.tgroup))
+    ncols = tgroup["cols"]
+    head = [r for part in tgroup.findall(nodes.thead) for r in part.children]
+    body = [r for part in tgroup.findall(nodes.tbody) for r in part.children]
+    body_grid = [cells for cells in _grid(body, ncols) if any(cells)]
+    if head:
+        head_grid = _grid(head, ncols)
+        header = [collapse(" ".join(column)) for column in zip(*head_grid, strict=True)]
+        lines = [_pipe_row(header), _pipe_row(["---"] * ncols), *map(_pipe_row, body_grid)]
+    else:
+        lines = [" | ".join(c for c in cells if c) for cells in body_grid]
+    return [*out, "\n".join(lines)]
+
+
+# ----- dispatch tables and the document
+
+_DROPPED = (
+    nodes.Invisible, nodes.docinfo, nodes.decoration, nodes.system_message, nodes.raw,
+    nodes.image, nodes.transition, nodes.title, nodes.subtitle, nodes.label, nodes.colspec,
+)
+
+_BLOCK: tuple[tuple[type, Callable[[nodes.Node], list[str]]], ...] = (
+    (nodes.section, _section),
+    (nodes.paragraph, lambda n: [_text(n)]),
+    (nodes.literal_block, _literal_block),
+    (nodes.doctest_block, lambda n: [fence(n.astext())]),
+    (nodes.math_block, _math_block),
+    (nodes.line_block, _line_block),
+    (nodes.block_quote, _block_quote),
+    (nodes.attribution, lambda n: ["-- " + _text(n)]),
+    (nodes.bullet_list, _bullet_list),
+    (nodes.enumerated_list, _enumerated_list),
+    (nodes.definition_list, _definition_list),
+    (nodes.field_list, _field_list),
+    (nodes.option_list, _option_list),
+    (nodes.Admonition, _admonition),
+    (nodes.topic, _admonition),
+    (nodes.sidebar, _admonition),
+    (nodes.footnote, _footnote),
+    (nodes.citation, _footnote),
+    (nodes.figure, _figure),
+    (nodes.table, _table),
+)
+
+_INLINE.update({
+    nodes.math: lambda n: f"${n.astext()}$",
+    nodes.footnote_reference: lambda n: f"[{n.astext()}]",
+    nodes.citation_reference: lambda n: f"[{n.astext()}]",
+    nodes.problematic: _problematic,
+    nodes.image: lambda n: n.get("alt", ""),
+    nodes.raw: lambda n: "",
+    nodes.system_message: lambda n: "",
+})
+
+
+def _drop_target_notes(doctree: nodes.document) -> None:
+    """Remove the footnotes that 'target-notes' generates and their [n] markers mid-sentence."""
+    notes = [f for f in doctree.findall(nodes.footnote)
+             if any(name.startswith("TARGET_NOTE: ") for name in f["names"])]
+    ids = {i for note in notes for i in note["ids"]}
+    for ref in list(doctree.findall(nodes.footnote_reference)):
+        if ref.get("refid") in ids:
+            parent = ref.parent
+            position = parent.index(ref)
+            if position and parent[position - 1].astext() == " ":
+                parent.remove(parent[position - 1])
+            parent.remove(ref)
+    for note in notes:
+        note.parent.remove(note)
+
+
+def render_document(doctree: nodes.document) -> tuple[str, str]:
+    """Doctree -> (title, Markdown text without the title line)."""
+    _drop_target_notes(doctree)
+    title = next((_text(c) for c in doctree.children if isinstance(c, nodes.title)), "")
+    return title, "\n\n".join(blocks(doctree)) + "\n"
+
+
+def build_documents(sdist_path: Path) -> list[Document]:
+    """Parse and render the 13 pinned files straight from the (verified) tarball."""
+    sources = read_sources(verify_sdist(sdist_path))
+    s5defs = sources[S5DEFS_PATH]
+    docs = []
+    for name in SOURCE_FILES:
+        doctree = parse(preprocess(sources[name], s5defs), source_path=name)
+        title, text = render_document(doctree)
+        docs.append(Document(id=doc_id(name), title=title, text=text))
+    return sorted(docs, key=lambda d: d.id)
+
+# --------------------------------------------------------------------------- write + lock
+
+def profile_totals(docs: list[Document]) -> dict[str, int]:
+    """Documents, characters and `## ` sections in all: the lock's "profile"."""
+    return {"documents": len(docs), "characters": sum(len(d.text) for d in docs),
+            "sections": sum(len(sections(d)) for d in docs)}
+
+
+def make_lock(docs: list[Document]) -> dict:
+    """The committed pin: source, fingerprint, profile and one sha256 per document."""
+    return {
+        "source": {"name": SDIST_NAME, "version": SDIST_VERSION, "sha256": SDIST_SHA256,
+                   "files": list(SOURCE_FILES)},
+        "fingerprint": fingerprint(docs),
+        "profile": profile_totals(docs),
+        "documents": {d.id: document_sha256(d) for d in sorted(docs, key=lambda d: d.id)},
+    }
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.write_bytes((json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+
+
+def write_corpus(docs: list[Document], out_dir: Path) -> None:
+    """Write one <id>.md per document plus manifest.json (ids, titles, sha256 per document)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for doc in docs:
+        (out_dir / f"{doc.id}.md").write_bytes(doc.text.encode("utf-8"))
+    manifest = {"fingerprint": fingerprint(docs),
+                "documents": [{"id": d.id, "title": d.title, "sha256": document_sha256(d)}
+                              for d in sorted(docs, key=lambda d: d.id)]}
+    _write_json(out_dir / "manifest.json", manifest)
+
+
+def build_corpus(sdist_path: Path | None = None, out_dir: Path | None = None) -> list[Document]:
+    """Build the 13 documents from the pinned sdist (no network) and write the cache."""
+    sdist = Path(sdist_path) if sdist_path is not None else SOURCES_DIR / SDIST_FILENAME
+    docs = build_documents(sdist)
+    write_corpus(docs, Path(out_dir) if out_dir is not None else CORPUS_DIR)
+    return docs
+
+
+# --------------------------------------------------------------------------- command line
+
+def _build(update_lock: bool) -> None:
+    started = time.perf_counter()
+    docs = build_corpus(fetch_sdist())
+    elapsed = time.perf_counter() - started
+    if update_lock:
+        _write_json(LOCK_PATH, make_lock(docs))
+        print(f"wrote {LOCK_PATH}")
+    load_corpus()  # re-read the cache and verify it against the lock
+    print(profile(docs).to_string(index=False))
+    totals = profile_totals(docs)
+    print(f"{totals['documents']} documents, {totals['characters']} characters, "
+          f"{totals['sections']} sections; fingerprint {fingerprint(docs)}; "
+          f"built in {elapsed:.1f} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m ragcourse.corpus_build [--update-lock]`: fetch, build, write and verify the corpus."""
+    parser = argparse.ArgumentParser(prog=BUILD_COMMAND.removeprefix("python "), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--update-lock", action="store_true",
+                        help="(maintainers) write data/corpus.lock.json from this build")
+    args = parser.parse_args(argv)
+    try:
+        _build(args.update_lock)
+    except CorpusError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
