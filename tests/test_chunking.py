@@ -91,6 +91,15 @@ def test_sections_heading_at_end_without_newline_is_skipped():
     ]
 
 
+def test_heading_inside_fenced_code_does_not_start_a_section():
+    #  "## S\n" 0-5 | "```\n" 5-9 | "## not a heading\n" 9-26 | "```\n" 26-30
+    doc = Document("d", "D", "## S\n```\n## not a heading\n```\n")
+    assert chunk(doc, "E") == [
+        Chunk("d", "D", "S", 5, 29, "```\n## not a heading\n```", "[D > S]\n```\n## not a heading\n```", "E", 0)
+    ]
+    assert sections is corpus_module.sections and Section is corpus_module.Section  # one rule, one type
+
+
 def test_deeper_headings_are_paragraph_text():
     doc = Document("d", "D", "## Top\n### Sub\ntext here")
     (only,) = chunk(doc, "E")

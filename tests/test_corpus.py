@@ -15,6 +15,7 @@ from ragcourse.corpus import (
     SOURCE_FILES,
     CorpusError,
     Document,
+    Section,
     collapse,
     doc_id,
     fingerprint,
@@ -114,17 +115,51 @@ def test_collapse_and_doc_id():
     assert sorted(doc_id(f) for f in SOURCE_FILES) == EXPECTED_IDS
 
 
+# ----- sections: one rule, worked by hand
+
+
+def test_sections_hand_worked():
+    #  "Intro.\n" 0-7 | "## A\n" 7-12 | "x\n" 12-14 | "## B" 14-18 (last line, no newline)
+    assert sections("Intro.\n## A\nx\n## B") == [
+        Section("", 0, 0, 7), Section("A", 7, 12, 14), Section("B", 14, 18, 18)]
+    assert sections("") == []
+    assert sections("no heading") == [Section("", 0, 0, 10)]
+    assert sections("## T  \r\nbody\r\n") == [Section("T", 0, 8, 14)]  # "\r" and spaces stripped
+    assert [s.headed for s in sections("a\n## B\n")] == [False, True]
+
+
+def test_headings_inside_fenced_code_are_code():
+    #  "## A\n" 0-5 | "```py\n" 5-11 | "## no\n" 11-17 | "```\n" 17-21 | "## B\n" 21-26
+    assert sections("## A\n```py\n## no\n```\n## B\n") == [Section("A", 0, 5, 21), Section("B", 21, 26, 26)]
+    titles = lambda text: [s.title for s in sections(text)]  # noqa: E731
+    assert titles("## A\n~~~\n## no\n~~~\n## B\n") == ["A", "B"]  # tildes
+    assert titles("## A\n````\n```\n## no\n````\n## B\n") == ["A", "B"]  # a shorter run does not close
+    assert titles("## A\n```\n## no\n`````  \n## B\n") == ["A", "B"]  # a longer run does
+    assert titles("## A\n```\n## no\n~~~\n## still no\n") == ["A"]  # open to the end
+    assert titles("## A\n   ```\n## no\n   ```\n## B\n") == ["A", "B"]  # up to 3 spaces: a fence
+    assert titles("## A\n    ```\n## B\n") == ["A", "B"]  # 4 spaces: indented text, not a fence
+    assert titles("## A\n```x`y\n## B\n") == ["A", "B"]  # a backtick after the run: inline code
+    assert titles("## A\r\n```\r\n## no\r\n```\r\n## B\r\n") == ["A", "B"]  # CRLF
+    assert titles("## \n##\n#### deeper\n ## indented\n") == [""]  # none is a `## ` heading
+
+
 # ----- sections and profile on the built corpus
 
 
 def test_sections_offsets(corpus):
     for doc in corpus:
-        found = sections(doc)
-        assert found[-1].end == len(doc.text)
+        found = sections(doc.text)
+        assert found[0].start == 0 and found[-1].end == len(doc.text)
         for here, following in zip(found, found[1:], strict=False):
             assert here.end == following.start
         for section in found:
-            assert doc.text[section.start:].startswith(f"## {section.title}\n")
+            if section.headed:
+                line = f"## {section.title}\n"
+                assert doc.text[section.start:].startswith(line)
+                assert section.body == section.start + len(line)
+            else:
+                assert (section.title, section.start, section.body) == ("", 0, 0)
+    assert sum(s.headed for d in corpus for s in sections(d.text)) == 127
 
 
 def test_profile_rows(corpus):

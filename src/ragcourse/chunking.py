@@ -14,7 +14,9 @@ Ingredients:
 - overlap: copy the previous chunk's last `overlap` characters of content (same document, across
   sections) in front of the content, joined by "" if the two chunks touch, else by one space.
 
-A chunk's `section` is the title of the `## ` section its first character lies in.
+A chunk's `section` is the title of the `## ` section its first character lies in; sections come
+from `ragcourse.corpus.sections` (re-exported here), the one rule the book uses: a `## ` line inside
+fenced code is code, not a heading.
 
 Strategies (the seed's letters): A blind, B blind+overlap, C boundaries, D boundaries+overlap,
 E boundaries+header, F boundaries+header+overlap.
@@ -24,6 +26,7 @@ it as a test oracle), with these deliberate deviations:
 - text before a document's first `## ` heading is kept, as a section titled "" (the seed drops it);
 - a `## ` heading on the document's last line, without a newline, is skipped like any other
   heading (the seed would emit it as content);
+- a `## ` line inside fenced code (``` or ~~~) is not a heading (the seed would start a section);
 - "\\r\\n" counts as one line break, so CRLF documents split into paragraphs like LF ones;
 - "whitespace" is Python's (`str.strip`, `\\s`), not JavaScript's; the two differ only on rare
   control and format characters.
@@ -39,13 +42,11 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ragcourse.corpus import Document
+from ragcourse.corpus import Document, Section, sections  # chapter 2 imports the last two from here
 
 #: Bump whenever the chunks produced for the same input change (the index records it).
 PIPELINE_VERSION = "chunking-1"
 
-#: A `## ` heading line; group 1 is the title (stripped later).
-HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
 #: A paragraph: a maximal run of lines separated by single line breaks ("\n" or "\r\n").
 PARAGRAPH = re.compile(r"(?:[^\r\n]|\r(?!\n))(?:[^\r\n]|\r(?!\n)|\r?\n(?!\r?\n))*")
 #: A sentence piece: text up to and including its end punctuation and the whitespace after it.
@@ -76,16 +77,6 @@ STRATEGIES: dict[str, Strategy] = {
 
 
 @dataclass(frozen=True)
-class Section:
-    """A `## ` section: heading line at `start`, body `[body, end)`; title "" before any heading."""
-
-    title: str
-    start: int
-    body: int
-    end: int
-
-
-@dataclass(frozen=True)
 class Chunk:
     """One chunk; `content == document.text[start:end]`, `text` is what gets embedded."""
 
@@ -103,23 +94,6 @@ class Chunk:
     def id(self) -> str:
         """Stable identifier: document id and character range, e.g. `"quickstart#0-498"`."""
         return f"{self.doc_id}#{self.start}-{self.end}"
-
-
-def sections(text: str) -> list[Section]:
-    """Split `text` at `## ` heading lines; text before the first heading is a section "".
-
-    Example: `sections("intro\\n## A\\nbody")` ->
-    `[Section("", 0, 0, 6), Section("A", 6, 11, 15)]`.
-    """
-    heads = list(HEADING.finditer(text))
-    if not heads:
-        return [Section("", 0, 0, len(text))] if text else []
-    out = [Section("", 0, 0, heads[0].start())] if heads[0].start() > 0 else []
-    for i, m in enumerate(heads):
-        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-        body = m.end() + 1 if text.startswith("\n", m.end()) else m.end()
-        out.append(Section(m.group(1).strip(), m.start(), body, end))
-    return out
 
 
 def paragraph_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:

@@ -1,9 +1,9 @@
 """The corpus at run time: the 13 built documents, verified on every load, and their sections (chapter 1).
 
 Implements: `Document` (id, title, canonical text), `load_corpus` (read ``DATA_DIR/corpus/`` and
-check it against the committed fingerprint in ``data/corpus.lock.json``), `sections` (a document's
-``## `` sections, skipping fenced code), `profile`, and two small helpers every chapter shares:
-`collapse` (whitespace) and `sha256_file`.
+check it against the committed fingerprint in ``data/corpus.lock.json``), `sections` (the one rule
+that splits a text at its ``## `` headings, skipping fenced code; the chunkers of chapter 2 use it
+too), `profile`, and two small helpers every chapter shares: `collapse` and `sha256_file`.
 
 Leaves out: building the corpus. Fetching the pinned docutils sdist, parsing it with docutils and
 rendering Markdown live in `ragcourse.corpus_build`, so that nothing imported at run time loads
@@ -24,7 +24,6 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 #: Where committed data (ground truth, fingerprints) and built caches live.
 DATA_DIR = Path(os.environ.get("RAGCOURSE_DATA", Path(__file__).resolve().parents[2] / "data"))
@@ -97,36 +96,76 @@ def sha256_file(path: Path | str) -> str:
 
 # --------------------------------------------------------------------------- sections
 
-class Section(NamedTuple):
-    """A top-level (``## ``) section of a document: ``doc.text[start:end]``."""
+@dataclass(frozen=True)
+class Section:
+    """A `## ` section: heading line at `start`, body `[body, end)`; title "" before any heading."""
 
     title: str
     start: int
+    body: int
     end: int
 
+    @property
+    def headed(self) -> bool:
+        """False only for the preamble, the text before the first heading (it has no heading line)."""
+        return self.body > self.start
 
-_FENCE = re.compile(r"^(`{3,})")
+
+#: A line that opens fenced code: up to 3 spaces, then 3+ backticks (no backtick after) or 3+ tildes.
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
+#: A `## ` heading line: "## " and at least one more character (the title, stripped later).
+_HEADING = re.compile(r"## (.+)")
 
 
-def sections(doc: Document) -> list[Section]:
-    """Top-level ``## `` sections as (title, start, end) offsets into doc.text.
+def _closes(line: str, mark: str) -> bool:
+    """Does `line` close the fence opened by `mark` (same character, at least as long, nothing else)?
 
-    Headings inside fenced code are ignored. The text before the first section (the preamble)
-    is ``doc.text[:sections(doc)[0].start]``.
+    >>> _closes("````  ", "```"), _closes("``", "```"), _closes("~~~", "```")
+    (True, False, False)
     """
-    starts: list[tuple[str, int]] = []
-    offset, fence_mark = 0, ""
-    for line in doc.text.splitlines(keepends=True):
-        match = _FENCE.match(line)
-        if fence_mark and line.rstrip("\n") == fence_mark:
-            fence_mark = ""
-        elif not fence_mark and match:
-            fence_mark = match.group(1)
-        elif not fence_mark and line.startswith("## "):
-            starts.append((line[3:].rstrip("\n"), offset))
-        offset += len(line)
-    ends = [start for _, start in starts[1:]] + [len(doc.text)]
-    return [Section(title, start, end) for (title, start), end in zip(starts, ends, strict=True)]
+    run = line.rstrip(" \t\r")
+    indent = len(run) - len(run.lstrip(" "))
+    run = run.lstrip(" ")
+    return indent <= 3 and len(run) >= len(mark) and set(run) == {mark[0]}
+
+
+def _headings(text: str) -> list[tuple[str, int, int]]:
+    """(title, line start, body start) of each `## ` line outside fenced code.
+
+    >>> _headings("## A\\n```\\n## code, not a heading\\n```\\n## B")
+    [('A', 0, 5), ('B', 36, 40)]
+    """
+    out: list[tuple[str, int, int]] = []
+    offset, fence = 0, ""
+    for line in text.split("\n"):
+        if fence:
+            fence = "" if _closes(line, fence) else fence
+        elif opening := _FENCE_OPEN.match(line):
+            fence = opening.group(1)
+        elif heading := _HEADING.fullmatch(line):
+            end = offset + len(line)
+            out.append((heading.group(1).strip(), offset, min(end + 1, len(text))))
+        offset += len(line) + 1
+    return out
+
+
+def sections(text: str) -> list[Section]:
+    """Split `text` at its `## ` heading lines; the text before the first heading is a section "".
+
+    A `## ` line inside fenced code (``` or ~~~, as CommonMark reads it; a fence left open runs
+    to the end) is code, not a heading. Only "\\n" ends a line ("\\r\\n" works: the "\\r" is
+    stripped from the title).
+
+    >>> sections("intro\\n## A\\nbody")
+    [Section(title='', start=0, body=0, end=6), Section(title='A', start=6, body=11, end=15)]
+    >>> [s.title for s in sections("## A\\n~~~\\n## B\\n~~~\\n## C\\n")]
+    ['A', 'C']
+    """
+    heads = _headings(text)
+    bounds = [start for _, start, _ in heads] + [len(text)]  # each section ends where the next starts
+    out = [Section("", 0, 0, bounds[0])] if bounds[0] > 0 else []
+    out += [Section(title, start, body, end) for (title, start, body), end in zip(heads, bounds[1:], strict=True)]
+    return out
 
 
 # --------------------------------------------------------------------------- fingerprint + load
@@ -198,7 +237,8 @@ def profile(docs: list[Document]):
     import pandas as pd
 
     rows = [{"id": d.id, "title": d.title, "characters": len(d.text),
-             "sections": len(sections(d)), "words": len(d.text.split())} for d in docs]
+             "sections": sum(s.headed for s in sections(d.text)), "words": len(d.text.split())}
+            for d in docs]
     return pd.DataFrame(rows, columns=["id", "title", "characters", "sections", "words"])
 
 
