@@ -8,7 +8,7 @@ import pytest
 from ragcourse import models
 from ragcourse.chunking import chunk
 from ragcourse.corpus import Document
-from ragcourse.dense import DenseIndex, Embedder, model_fingerprint, order, text_key
+from ragcourse.dense import PROGRESS_MIN, DenseIndex, Embedder, model_fingerprint, order, show_progress, text_key
 
 DOC = Document(
     "toy", "Toy manual",
@@ -65,6 +65,17 @@ def test_search_finds_the_matching_section(model, tmp_path):
 
 def test_order_breaks_ties_by_position():
     assert order(np.array([0.2, 0.1, 0.2, 0.1])).tolist() == [1, 3, 0, 2]
+
+
+def test_show_progress_is_the_one_switch(monkeypatch):
+    monkeypatch.delenv("RAGCOURSE_PROGRESS", raising=False)
+    assert PROGRESS_MIN == 256
+    assert [show_progress(True), show_progress(False), show_progress(None, 255), show_progress(None, 256)] == [
+        True, False, False, True]
+    monkeypatch.setenv("RAGCOURSE_PROGRESS", "0")
+    assert [show_progress(True), show_progress(None, 10_000)] == [False, False]
+    monkeypatch.setenv("RAGCOURSE_PROGRESS", "1")
+    assert show_progress(True) and not show_progress(None)
 
 
 def test_text_key_is_sha256():

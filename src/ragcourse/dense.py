@@ -56,11 +56,19 @@ def model_fingerprint(source: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def _show_progress(n_missing: int, progress: bool | None) -> bool:
-    """Bars for long work, but never when RAGCOURSE_PROGRESS=0 (stored notebook outputs must not wobble)."""
+#: Work of at least this many items (texts to embed) gets a bar when the caller does not say.
+PROGRESS_MIN = 256
+
+
+def show_progress(requested: bool | None, amount: int = 0) -> bool:
+    """The package's one progress-bar switch: never when RAGCOURSE_PROGRESS=0, else `requested`.
+
+    `requested=None` leaves it to the size of the work: a bar only when `amount >= PROGRESS_MIN`.
+    (Stored notebook outputs must not wobble, so the Makefile and the notebooks set it to 0.)
+    """
     if os.environ.get("RAGCOURSE_PROGRESS") == "0":
         return False
-    return progress if progress is not None else n_missing >= 256
+    return requested if requested is not None else amount >= PROGRESS_MIN
 
 
 @dataclass
@@ -111,7 +119,7 @@ class Embedder:
         if missing:
             vectors = self.model.encode(
                 [t for _, t in missing], batch_size=self.batch_size, convert_to_numpy=True,
-                normalize_embeddings=True, show_progress_bar=_show_progress(len(missing), progress),
+                normalize_embeddings=True, show_progress_bar=show_progress(progress, len(missing)),
             )
             new = {k: v.astype(np.float32) for (k, _), v in zip(missing, vectors, strict=True)}
             cache.update(new)

@@ -20,7 +20,6 @@ the saved index itself outside it.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -31,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .chunking import PIPELINE_VERSION, Chunk, chunk, strategy_for
-from .corpus import Document
+from .corpus import Document, sha256_file
 from .dense import Hit, order
 
 #: Bump whenever `extract` turns the same bytes into different text.
@@ -329,9 +328,9 @@ def _embed_chunks(embed: Embed, chunks: Sequence[Chunk], dim: int) -> np.ndarray
 
 
 def _sha256(path: Path) -> str:
+    """The file's sha256, or "" when it cannot be read (the attempt then records why)."""
     try:
-        with open(path, "rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
+        return sha256_file(path)
     except OSError:
         return ""
 
