@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import hashlib
 import json
 import os
@@ -60,6 +61,10 @@ def prose_lines(text: str) -> list[str]:
             continue
         out.append(line)
     return out
+
+
+def test_docstring_examples():
+    assert doctest.testmod(corpus_build).failed == 0
 
 
 # ----- the build

@@ -176,7 +176,11 @@ def document_sha256(doc: Document) -> str:
 
 
 def fingerprint(docs: list[Document]) -> str:
-    """sha256 over the canonical JSON of all (id, title, text), sorted by id."""
+    """sha256 over the canonical JSON of all (id, title, text), sorted by id.
+
+    >>> fingerprint([Document("a", "T", "text")]) == hashlib.sha256(b'[["a","T","text"]]').hexdigest()
+    True
+    """
     rows = [[d.id, d.title, d.text] for d in sorted(docs, key=lambda d: d.id)]
     canonical = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

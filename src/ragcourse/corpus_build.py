@@ -46,7 +46,6 @@ from .corpus import (
     fingerprint,
     load_corpus,
     profile,
-    sections,
     sha256_file,
 )
 
@@ -250,7 +249,13 @@ def _section(node: nodes.section) -> list[str]:
 
 
 def fence(content: str, info: str = "") -> str:
-    """Fence `content` verbatim, with a fence longer than any backtick run inside it."""
+    """Fence `content` verbatim, with a fence longer than any backtick run inside it.
+
+    >>> fence("x = 1", "python")
+    '```python\\nx = 1\\n```'
+    >>> fence("```\\nx")
+    '````\\n```\\nx\\n````'
+    """
     longest = max((len(run) for run in re.findall(r"`{3,}", content)), default=0)
     mark = "`" * max(3, longest + 1)
     return f"{mark}{info}\n{content}\n{mark}"
@@ -284,7 +289,13 @@ def _block_quote(node: nodes.block_quote) -> list[str]:
 # ----- lists
 
 def _item(marker: str, body: list[str]) -> str:
-    """'- ' + blocks, continuation lines indented under the marker: ['a', 'b'] -> '- a\n\n  b'."""
+    """A list item: marker + blocks, continuation lines indented under the marker.
+
+    >>> _item("- ", ["a", "b"])
+    '- a\\n\\n  b'
+    >>> _item("1. ", ["```\\nx\\n```"])
+    '1.\\n   ```\\n   x\\n   ```'
+    """
     lines = "\n\n".join(body).split("\n")
     pad = " " * len(marker)
     rest = [pad + line if line else "" for line in lines[1:]]
@@ -294,14 +305,22 @@ def _item(marker: str, body: list[str]) -> str:
 
 
 def _join_items(items: list[str]) -> list[str]:
-    """Tight list when every item is one line, else items separated by a blank line."""
+    """Tight list when every item is one line, else items separated by a blank line.
+
+    >>> _join_items(["- a", "- b"]), _join_items(["- a", "- b\\n\\n  c"])
+    (['- a\\n- b'], ['- a\\n\\n- b\\n\\n  c'])
+    """
     if not items:
         return []
     return ["\n".join(items) if all("\n" not in i for i in items) else "\n\n".join(items)]
 
 
 def _roman(number: int) -> str:
-    """14 -> 'xiv'."""
+    """Lower-case Roman numeral.
+
+    >>> _roman(14), _roman(1999)
+    ('xiv', 'mcmxcix')
+    """
     out = ""
     for value, letters in ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"),
                            (90, "xc"), (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"),
@@ -312,6 +331,11 @@ def _roman(number: int) -> str:
 
 
 def _enum_label(enumtype: str, number: int) -> str:
+    """The label of item `number` of a docutils enumerated list.
+
+    >>> _enum_label("arabic", 3), _enum_label("upperalpha", 2), _enum_label("upperroman", 4)
+    ('3', 'B', 'IV')
+    """
     labels = {"arabic": str(number), "loweralpha": chr(96 + number),
               "upperalpha": chr(64 + number), "lowerroman": _roman(number),
               "upperroman": _roman(number).upper()}
@@ -508,7 +532,12 @@ def _drop_target_notes(doctree: nodes.document) -> None:
 
 
 def render_document(doctree: nodes.document) -> tuple[str, str]:
-    """Doctree -> (title, Markdown text without the title line)."""
+    """Doctree -> (title, Markdown text without the title line).
+
+    >>> rst = "Title\\n=====\\n\\nSome *emphasis*, :math:`x^2`.\\n\\nPart\\n----\\n\\nText.\\n"
+    >>> render_document(parse(rst, "t.rst"))
+    ('Title', 'Some emphasis, $x^2$.\\n\\n## Part\\n\\nText.\\n')
+    """
     _drop_target_notes(doctree)
     title = next((_text(c) for c in doctree.children if isinstance(c, nodes.title)), "")
     return title, "\n\n".join(blocks(doctree)) + "\n"
@@ -525,12 +554,14 @@ def build_documents(sdist_path: Path) -> list[Document]:
         docs.append(Document(id=doc_id(name), title=title, text=text))
     return sorted(docs, key=lambda d: d.id)
 
+
 # --------------------------------------------------------------------------- write + lock
 
 def profile_totals(docs: list[Document]) -> dict[str, int]:
-    """Documents, characters and `## ` sections in all: the lock's "profile"."""
-    return {"documents": len(docs), "characters": sum(len(d.text) for d in docs),
-            "sections": sum(s.headed for d in docs for s in sections(d.text))}
+    """Documents, characters and `## ` sections in all (the lock's "profile"): `profile` summed."""
+    table = profile(docs)
+    return {"documents": len(table), "characters": int(table["characters"].sum()),
+            "sections": int(table["sections"].sum())}
 
 
 def make_lock(docs: list[Document]) -> dict:
@@ -587,7 +618,7 @@ def _build(update_lock: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m ragcourse.corpus_build [--update-lock]`: fetch, build, write and verify the corpus."""
-    parser = argparse.ArgumentParser(prog=BUILD_COMMAND.removeprefix("python "), description=__doc__,
+    parser = argparse.ArgumentParser(prog=BUILD_COMMAND, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--update-lock", action="store_true",
                         help="(maintainers) write data/corpus.lock.json from this build")
