@@ -157,6 +157,17 @@ def test_good_documents_stay_searchable(report):
     assert top[0].chunk.doc_id == "notes/extra.txt"
 
 
+def test_search_distance_is_one_minus_cosine_and_k_is_checked(report):
+    query = embed_query("never cook inside the tent")
+    hit = report.index.search(query, k=1, model_name="fake-a")[0]
+    stored = fake_embed([hit.chunk.text])[0]
+    cos = float(stored @ query) / (np.linalg.norm(stored) * np.linalg.norm(query))
+    assert hit.distance == pytest.approx(1 - cos, abs=1e-6)
+    with pytest.raises(ValueError, match="k=0: expected an integer >= 1"):
+        report.index.search(query, k=0, model_name="fake-a")
+    assert Index.empty(DIM).search(query, k=3, model_name="fake-a") == []
+
+
 def test_retry_failed_fixes_what_was_fixed_and_keeps_the_rest(report, folder):
     (folder / "latin1.txt").write_text("café au lait, now saved as UTF-8", encoding="utf-8")
     retried = retry_failed(report.index, folder, **SETTINGS)
