@@ -228,8 +228,10 @@ def test_evaluate_rows():
 def test_evaluate_bad_input():
     with pytest.raises(ValueError, match="q2-doc"):
         evaluate({"q1-doc": [], "q1-ticket": []}, QUERIES)
-    with pytest.raises(ValueError, match="ks"):
-        evaluate(RANKINGS_A, QUERIES, ks=(0,))
+    with pytest.raises(ValueError, match=r"ks\[1\]=0: expected an integer >= 1"):
+        evaluate(RANKINGS_A, QUERIES, ks=(1, 0))
+    with pytest.raises(ValueError, match=r"ks=\(\): expected a non-empty sequence"):
+        evaluate(RANKINGS_A, QUERIES, ks=())
 
 
 def test_summarize():

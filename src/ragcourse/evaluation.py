@@ -30,6 +30,7 @@ import pandas as pd
 from scipy import stats
 
 from .corpus import collapse
+from .dense import check_k
 from .gate import NoAnswer, gate
 
 if TYPE_CHECKING:
@@ -189,8 +190,10 @@ def from_ranks(
     ranks: Mapping[str, int | None], queries: Iterable[Any], ks: Sequence[int] = (1, 4, 8, 20)
 ) -> pd.DataFrame:
     """The `evaluate` table from each query's first-hit rank (None: no hit), e.g. ranks stored by a script."""
-    if not ks or any(k < 1 for k in ks):
+    if not ks:
         raise ValueError(f"ks={ks!r}: expected a non-empty sequence of integers >= 1")
+    for i, k in enumerate(ks):
+        check_k(k, f"ks[{i}]")
     rows = []
     for q in queries:
         if q.id not in ranks:
