@@ -1,7 +1,7 @@
 # ragcourse: set-up, tests and the book.
 #
 #   make book        venv + pinned deps + corpus + local MathJax, then the HTML book (-W -n)
-#   make test        the same set-up, ruff, then pytest over tests/ and the notebooks, offline
+#   make test        the same set-up, ruff, then pytest over tests/, the docstring examples and the notebooks, offline
 #   make reproduce   re-execute every notebook in place (maintainers), then strip volatile metadata
 #   make bench       run benchmarks/bench_*.py (ratios measured side by side in one run)
 #   make timings     measure every timing the book quotes, once, into benchmarks/results/timings.json
@@ -42,7 +42,7 @@ NETNS := $(shell unshare -n true >/dev/null 2>&1 && echo yes || echo no)
 PYTEST_ARGS := -p no:cacheprovider \
 	--disable-socket --allow-unix-socket --allow-hosts=127.0.0.1,::1,localhost \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
-	tests notebooks
+	--doctest-modules src/ragcourse tests notebooks
 
 .PHONY: help install corpus mathjax book test lint reproduce bench timings reranker reranker-train judge training-sources screenshots clean
 

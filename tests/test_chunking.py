@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 
 import pytest
@@ -218,7 +219,16 @@ def test_strategy_table():
         "F": ("boundaries", True, True),
     }
     assert all(s.letter == k for k, s in STRATEGIES.items())
-    assert isinstance(PIPELINE_VERSION, str) and PIPELINE_VERSION
+
+
+def test_pipeline_version_is_bumped_when_the_chunks_change():
+    # The index stamps every document with PIPELINE_VERSION, so a change to the chunks must bump it.
+    # This fingerprint of every strategy's chunks of HAND (two budgets) is recorded with the version:
+    # when it fails, bump PIPELINE_VERSION and record the new pair.
+    made = [dataclasses.astuple(c) for letter in STRATEGIES for target in (12, 512)
+            for c in chunk(HAND, letter, target, 4)]
+    fingerprint = hashlib.sha256(repr(made).encode()).hexdigest()[:16]
+    assert (PIPELINE_VERSION, len(made), fingerprint) == ("chunking-1", 50, "ac3162d7c9a3f26d")
 
 
 def test_chunk_is_frozen_and_has_stable_id():

@@ -2,7 +2,11 @@
 
 import json
 
-from ragcourse.cli import main
+import pytest
+
+from ragcourse.chunking import STRATEGIES
+from ragcourse.cli import main, parser
+from ragcourse.pipeline import METHODS
 
 
 def test_chunk_prints_json_lines_whose_offsets_slice(tmp_path, capsys):
@@ -19,11 +23,32 @@ def test_chunk_prints_json_lines_whose_offsets_slice(tmp_path, capsys):
 def test_bad_strategy_is_rejected_by_the_parser(tmp_path, capsys):
     path = tmp_path / "n.md"
     path.write_text("x", encoding="utf-8")
-    try:
+    with pytest.raises(SystemExit) as stop:
         main(["chunk", str(path), "--strategy", "Z"])
-    except SystemExit as stop:
-        assert stop.code == 2
+    assert stop.value.code == 2
     assert "invalid choice: 'Z'" in capsys.readouterr().err
+
+
+def choices(command: str, option: str) -> list:
+    sub = next(a for a in parser()._actions if a.dest == "command").choices[command]
+    return next(a for a in sub._actions if option in a.option_strings).choices
+
+
+def test_choices_come_from_the_package_tables():
+    for command in ("chunk", "search", "evaluate", "index"):
+        assert choices(command, "--strategy") == list(STRATEGIES) == ["A", "B", "C", "D", "E", "F"]
+    for command in ("search", "evaluate"):
+        assert choices(command, "--method") == list(METHODS) == ["dense", "bm25", "hybrid"]
+
+
+@pytest.mark.parametrize("argv", [["search", "q"], ["query", "some-index", "q"]])
+@pytest.mark.parametrize("k", ["0", "-1", "two", "2.5"])
+def test_k_below_one_or_not_an_integer_exits_2_naming_the_value(argv, k, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "-k", k])
+    assert stop.value.code == 2
+    shown = k if k.lstrip("-").isdigit() else repr(k)
+    assert f"argument -k: k={shown}: expected an integer >= 1" in capsys.readouterr().err
 
 
 def test_missing_file_is_a_clear_error_not_a_traceback(tmp_path, capsys):
@@ -43,19 +68,29 @@ def test_index_and_query_a_folder_with_a_broken_file(tmp_path, capsys):
     assert "a.md  #char=10,56" in capsys.readouterr().out
 
 
-def test_search_with_rerank_prints_the_reranked_top_k(corpus, capsys, monkeypatch):
-    from ragcourse.pipeline import build
-    from ragcourse.rerank import default_reranker, rerank
+class LastFirst:
+    """A stand-in reranker that turns the shortlist upside down: the last chunk scores highest."""
 
-    monkeypatch.delenv("RAGCOURSE_RERANKER", raising=False)
+    name, use = "last first", "text"
+
+    def score(self, query, passages):
+        return list(range(len(passages)))
+
+
+def test_search_with_rerank_prints_the_reranked_top_k(corpus, capsys, monkeypatch):
+    from ragcourse import rerank
+    from ragcourse.pipeline import build
+
+    monkeypatch.setattr(rerank, "default_reranker", LastFirst)
     query = "how do I give a figure a caption"
     assert main(["search", query, "--rerank", "--depth", "10", "-k", "2"]) == 0
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
-    shortlist = [h.chunk for h in build("E").retrieve(query, k=10, method="hybrid")]
-    expected = [r.chunk for r in rerank(default_reranker(), query, shortlist, top=2)]
+    shortlist = build("E").retrieve(query, k=10, method="hybrid")
+    expected = [shortlist[9], shortlist[8]]  # upside down, cut to k = 2, each with its own distance
     assert len(printed) == 2
-    for line, chunk in zip(printed, expected, strict=True):
-        assert f"{chunk.doc_id} > {chunk.section}  #char={chunk.start},{chunk.end}" in line
+    for rank, (line, hit) in enumerate(zip(printed, expected, strict=True), start=1):
+        c = hit.chunk
+        assert line == f"[{rank}] d={hit.distance:.3f}  {c.doc_id} > {c.section}  #char={c.start},{c.end}"
 
 
 def test_evaluate_reads_a_questions_file_and_reranks(corpus, tmp_path, capsys, monkeypatch):
@@ -71,11 +106,10 @@ def test_evaluate_reads_a_questions_file_and_reranks(corpus, tmp_path, capsys, m
 
 
 def test_bad_depth_and_bad_questions_file_are_clear_errors(tmp_path, capsys):
-    try:
+    with pytest.raises(SystemExit) as stop:
         main(["search", "anything", "--rerank", "--depth", "0"])
-    except SystemExit as stop:
-        assert stop.code == 2
-    assert "'0': expected an integer >= 1" in capsys.readouterr().err
+    assert stop.value.code == 2
+    assert "argument --depth: depth=0: expected an integer >= 1" in capsys.readouterr().err
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"id": "x1"}\n', encoding="utf-8")
     assert main(["evaluate", "--questions", str(broken)]) == 2

@@ -1,6 +1,7 @@
 """Dense retrieval: unit vectors, an exact scan with deterministic ties, and a cache that is really reused."""
 
 import builtins
+import re
 
 import numpy as np
 import pytest
@@ -8,7 +9,17 @@ import pytest
 from ragcourse import models
 from ragcourse.chunking import chunk
 from ragcourse.corpus import Document
-from ragcourse.dense import PROGRESS_MIN, DenseIndex, Embedder, model_fingerprint, order, show_progress, text_key
+from ragcourse.dense import (
+    PROGRESS_MIN,
+    DenseIndex,
+    Embedder,
+    check_k,
+    model_fingerprint,
+    order,
+    show_progress,
+    text_key,
+    top_hits,
+)
 
 DOC = Document(
     "toy", "Toy manual",
@@ -84,8 +95,33 @@ def test_text_key_is_sha256():
 
 def test_k_must_be_positive(model, tmp_path):
     index = DenseIndex.build(chunk(DOC, "C"), make_embedder(model, tmp_path))
-    with pytest.raises(ValueError, match="k must be at least 1"):
+    with pytest.raises(ValueError, match=r"k=0: expected an integer >= 1"):
         index.search("x", k=0)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "3", None])
+def test_check_k_names_the_value_and_the_valid_range(bad):
+    with pytest.raises(ValueError, match=re.escape(f"depth={bad!r}: expected an integer >= 1")):
+        check_k(bad, "depth")
+
+
+def test_check_k_returns_an_int():
+    assert check_k(np.int64(3)) == 3 and type(check_k(np.int64(3))) is int
+
+
+def test_top_hits_nearest_first_with_ties_by_position():
+    distances = np.array([0.4, 0.1, 0.4, 0.2])
+    hits = top_hits(["c0", "c1", "c2", "c3"], distances, k=3)
+    assert [(h.chunk, h.distance, h.rank) for h in hits] == [("c1", 0.1, 1), ("c3", 0.2, 2), ("c0", 0.4, 3)]
+    assert len(top_hits(["c0", "c1"], np.array([0.5, 0.6]), k=10)) == 2  # k larger than the index
+
+
+def test_top_hits_follows_a_given_ranking_and_keeps_each_distance():
+    # a BM25 or fused ranking need not be nearest first; the Hit still carries its cosine distance
+    hits = top_hits(["c0", "c1", "c2"], np.array([0.4, 0.1, 0.3]), k=2, ranking=[2, 0, 1])
+    assert [(h.chunk, h.distance, h.rank) for h in hits] == [("c2", 0.3, 1), ("c0", 0.4, 2)]
+    with pytest.raises(ValueError, match="k=-1"):
+        top_hits(["c0"], np.array([0.1]), k=-1, ranking=[0])
 
 
 def test_missing_embedder_wheel_says_what_to_install(monkeypatch):

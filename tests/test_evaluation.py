@@ -1,4 +1,4 @@
-"""Evaluation: needles, R@k, MRR, Wilson intervals, paired tests; checked by hand and by scipy."""
+"""Evaluation: needles, R@k, MRR, Wilson intervals, paired tests, verdicts, the gate's sweep; by hand and by scipy."""
 
 from __future__ import annotations
 
@@ -13,24 +13,29 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
+from ragcourse.chunking import Chunk
+from ragcourse.dense import Hit
 from ragcourse.evaluation import (
+    SWEEP_COLUMNS,
     Interval,
     Paired,
     answers_destroyed,
     compare,
     contains_needle,
+    distances_to_needle,
     evaluate,
     first_hit_rank,
     from_ranks,
     holm,
-    mrr,
+    interval_table,
     normalize,
-    paired,
     randomization_test,
-    recall_at_k,
     sign_test,
     summarize,
+    sweep,
+    verdict,
     wilson,
+    with_interval,
 )
 
 
@@ -70,29 +75,6 @@ def test_answers_destroyed():
     needles = ["beta gamma.", "Delta epsilon.", "Zeta eta", "iota"]
     assert answers_destroyed(chunks, needles) == ["Delta epsilon.", "iota"]
     assert answers_destroyed(["Delta epsilon."], needles) == ["beta gamma.", "Zeta eta", "iota"]
-
-
-# --- R@k and MRR ---
-
-
-def test_recall_at_k():
-    ranks = [1, 3, None, 9]
-    assert recall_at_k(ranks, 1) == 1 / 4
-    assert recall_at_k(ranks, 4) == 2 / 4
-    assert recall_at_k(ranks, 9) == 3 / 4
-    with pytest.raises(ValueError, match="k="):
-        recall_at_k(ranks, 0)
-    with pytest.raises(ValueError, match="empty"):
-        recall_at_k([], 1)
-
-
-def test_mrr_full_ranking_and_cutoff():
-    ranks = [1, 2, None, 4]
-    assert mrr(ranks) == pytest.approx((1 / 1 + 1 / 2 + 0 + 1 / 4) / 4)
-    assert mrr(ranks, cutoff=2) == pytest.approx((1 / 1 + 1 / 2) / 4)
-    assert mrr([None, None]) == 0.0
-    with pytest.raises(ValueError, match="cutoff"):
-        mrr(ranks, cutoff=0)
 
 
 # --- Wilson ---
@@ -212,15 +194,6 @@ def test_randomization_bad_input():
         randomization_test([1.0], [0.0], n_resamples=0)
 
 
-def test_paired_counts_discordant_pairs():
-    a = [True, True, False, True, False, True]
-    b = [False, True, True, False, False, False]
-    assert paired(a, b) == Paired(3, 1, sign_test(3, 1))
-    assert paired(b, a) == Paired(1, 3, sign_test(1, 3))
-    with pytest.raises(ValueError):
-        paired([True], [True, False])
-
-
 # --- tables ---
 
 QUERIES = [
@@ -255,8 +228,10 @@ def test_evaluate_rows():
 def test_evaluate_bad_input():
     with pytest.raises(ValueError, match="q2-doc"):
         evaluate({"q1-doc": [], "q1-ticket": []}, QUERIES)
-    with pytest.raises(ValueError, match="ks"):
-        evaluate(RANKINGS_A, QUERIES, ks=(0,))
+    with pytest.raises(ValueError, match=r"ks\[1\]=0: expected an integer >= 1"):
+        evaluate(RANKINGS_A, QUERIES, ks=(1, 0))
+    with pytest.raises(ValueError, match=r"ks=\(\): expected a non-empty sequence"):
+        evaluate(RANKINGS_A, QUERIES, ks=())
 
 
 def test_summarize():
@@ -267,16 +242,18 @@ def test_summarize():
     assert table["value"].tolist() == pytest.approx([1 / 3, 2 / 3, (1 + 1 / 5 + 0) / 3])
     assert table["hits"].tolist()[:2] == [1, 2]
     r8 = table.iloc[1]
-    assert (r8["low"], r8["high"]) == pytest.approx(tuple(wilson(2, 3)))
+    peer = binomtest(2, 3).proportion_ci(confidence_level=0.95, method="wilson")
+    assert (r8["low"], r8["high"]) == pytest.approx((peer.low, peer.high), abs=1e-12)
     assert math.isnan(table.iloc[2]["low"])
 
 
 def test_compare_matches_queries_by_id():
     a = evaluate(RANKINGS_A, QUERIES, ks=(1, 4))
     b = evaluate(RANKINGS_B, list(reversed(QUERIES)), ks=(1, 4))  # row order must not matter
-    assert compare(a, b, "hit@1") == Paired(1, 2, sign_test(1, 2))  # A wins q1-doc, loses two
-    assert compare(b, a, "hit@4") == Paired(2, 0, sign_test(2, 0))
-    assert compare(a, b, "rr") == Paired(1, 2, sign_test(1, 2))  # 1 > 1/2, 1/5 < 1, 0 < 1
+    # sign test by hand: +1/-2 -> 2 * (C(3,0) + C(3,1)) / 2^3 = 1 (capped at 1); +2/-0 -> 2 * 1 / 2^2
+    assert compare(a, b, "hit@1") == Paired(1, 2, 1.0)  # A wins q1-doc, loses two
+    assert compare(b, a, "hit@4") == Paired(2, 0, 2 * 0.5**2)
+    assert compare(a, b, "rr") == Paired(1, 2, 1.0)  # 1 > 1/2, 1/5 < 1, 0 < 1
     with pytest.raises(ValueError, match="metric"):
         compare(a, b, "hit@20")
     with pytest.raises(ValueError, match="different queries"):
@@ -305,36 +282,137 @@ def test_holm_rejects_bad_input(bad):
         holm(bad)
 
 
-def test_from_ranks_matches_evaluate_and_rejects_bad_ranks():
+def test_from_ranks_by_hand_and_rejects_bad_ranks():
     Q = type("Q", (), {})
     qs = []
     for qid, phrasing, needle in (("a/doc", "doc", "alpha"), ("b/ticket", "ticket", "beta")):
         q = Q()
         q.id, q.phrasing, q.needle = qid, phrasing, needle
         qs.append(q)
-    rankings = {"a/doc": ["x", "the alpha here"], "b/ticket": ["nothing", "at all"]}
     table = from_ranks({"a/doc": 2, "b/ticket": None}, qs, ks=(1, 2))
-    pd.testing.assert_frame_equal(table, evaluate(rankings, qs, ks=(1, 2)))
-    assert table["rr"].tolist() == [0.5, 0.0] and table["hit@2"].tolist() == [True, False]
+    assert list(table.columns) == ["query", "phrasing", "rank", "hit@1", "hit@2", "rr"]
+    assert table["query"].tolist() == ["a/doc", "b/ticket"]
+    assert table["phrasing"].tolist() == ["doc", "ticket"]
+    assert table["rank"].iloc[0] == 2 and pd.isna(table["rank"].iloc[1]) and table["rank"].dtype == "Int64"
+    assert table["hit@1"].tolist() == [False, False] and table["hit@2"].tolist() == [True, False]
+    assert table["rr"].tolist() == [1 / 2, 0.0]
     for bad in ({"a/doc": 0, "b/ticket": None}, {"a/doc": 1.5, "b/ticket": None}, {"a/doc": 1}):
         with pytest.raises(ValueError, match="a/doc|b/ticket"):
             from_ranks(bad, qs)
 
 
 def test_with_interval_prints_the_value_and_its_interval():
-    from ragcourse.evaluation import with_interval
-
     assert with_interval(0.5, 0.38102, 0.61898) == "0.500 [0.381, 0.619]"
     assert with_interval(0.51489, float("nan"), float("nan")) == "0.515"
     assert with_interval(0.5) == "0.500"
 
 
 def test_interval_table_is_one_row_per_label_in_first_seen_order():
-    from ragcourse.evaluation import interval_table, summarize
-
     per_query = pd.DataFrame({"query": ["a", "b"], "hit@1": [True, False], "rr": [1.0, 0.25]})
     table = interval_table(pd.concat([summarize(per_query, "Z"), summarize(per_query, "A")]))
     assert list(table.index) == ["Z", "A"] and list(table.columns) == ["R@1", "MRR"]
-    low, high = wilson(1, 2)
-    assert table.loc["Z", "R@1"] == f"0.500 [{low:.3f}, {high:.3f}]"
+    assert table.loc["Z", "R@1"] == "0.500 [0.095, 0.905]"  # Wilson, 1 of 2: 0.0945..., 0.9054...
     assert table.loc["A", "MRR"] == "0.625"  # (1 + 1/4) / 2
+
+
+# --- verdicts: the sentence the prose prints ---
+
+
+@pytest.mark.parametrize(
+    ("result", "short", "sentence"),
+    [
+        (Paired(12, 2, 0.0129), "significant at 0.05, in favour of E",
+         "E vs C at R@20: +12/\u22122, significant at 0.05, in favour of E (p = 0.013)"),
+        (Paired(2, 12, 0.0129), "significant at 0.05, in favour of C",
+         "E vs C at R@20: +2/\u221212, significant at 0.05, in favour of C (p = 0.013)"),
+        (Paired(20, 0, 2 * 0.5**20), "significant at 0.05, in favour of E",
+         "E vs C at R@20: +20/\u22120, significant at 0.05, in favour of E (p < 0.001)"),
+        (Paired(8, 6, 0.79), "not significant at 0.05",
+         "E vs C at R@20: +8/\u22126, not significant at 0.05 (p = 0.79)"),
+        (Paired(5, 0, 0.05), "not significant at 0.05",  # p == alpha is not below it
+         "E vs C at R@20: +5/\u22120, not significant at 0.05 (p = 0.05)"),
+    ],
+)
+def test_verdict_says_no_more_than_the_test(result, short, sentence):
+    assert verdict(result, "E", "C") == short
+    assert verdict(result, "E", "C", metric="R@20") == sentence
+
+
+def test_verdict_other_alpha_and_bad_alpha():
+    assert verdict(Paired(12, 2, 0.0129), "E", "C", alpha=0.01) == "not significant at 0.01"
+    with pytest.raises(ValueError, match="alpha=5"):
+        verdict(Paired(12, 2, 0.0129), "E", "C", alpha=5)
+
+
+# --- chapter 6: distance to the answer, and the gate's sweep ---
+
+
+def make_hit(distance: float, rank: int, content: str = "filler words") -> Hit:
+    """A Hit on a one-chunk document whose content is `content`."""
+    chunk = Chunk(f"doc{rank}", f"Doc {rank}", "S", 0, len(content), content,
+                  "[Doc > S]\n" + content, "E", 0)
+    return Hit(chunk, distance, rank)
+
+
+@dataclass
+class FakeDense:
+    fixed: np.ndarray
+
+    def distances(self, query):
+        return self.fixed
+
+
+@dataclass
+class FakeRetriever:
+    chunks: list
+    dense: FakeDense
+
+
+def test_distances_to_needle_is_the_nearest_chunk_holding_it():
+    chunks = [FakeChunk("no"), FakeChunk("the needle"), FakeChunk("x the  needle\ny"), FakeChunk("nope")]
+    retriever = FakeRetriever(chunks, FakeDense(np.array([0.1, 0.5, 0.3, 0.2])))
+    assert distances_to_needle(retriever, "any query", "the needle") == 0.3  # chunks 1 and 2 hold it
+    assert distances_to_needle(retriever, np.zeros(3), "absent") == math.inf
+
+
+def test_sweep_counts_on_a_hand_made_example():
+    needle = "the needle sentence"
+    in_domain = [
+        # q1: needle at rank 1, d=0.30
+        ([make_hit(0.30, 1, "has the needle sentence here"), make_hit(0.50, 2)], needle),
+        # q2: needle only at rank 2, d=0.60; rank 1 d=0.40 has no needle
+        ([make_hit(0.40, 1), make_hit(0.60, 2, "the  needle\nsentence")], needle),
+        # q3: nearest is 0.70 and has no needle
+        ([make_hit(0.70, 1), make_hit(0.75, 2)], needle),
+    ]
+    out_of_domain = [[make_hit(0.45, 1)], [make_hit(0.65, 1)], [make_hit(0.90, 1)]]
+    table = sweep(in_domain, out_of_domain, cuts=[0.3, 0.5, 0.65, 0.8, math.inf])
+    assert list(table.columns) == list(SWEEP_COLUMNS)
+    assert table.columns[-1] == "bluffed"
+    # Worked by hand, per cut (strictly below):
+    # 0.3:  nothing passes anywhere                     -> 0 with, 0 without, 3 refused; 3 ood ok
+    # 0.5:  q1 keeps 0.30 (needle); q2 keeps 0.40 (no)  -> 1, 1, 1; ood 0.45 passes -> 2 ok, 1 bluff
+    # 0.65: q2 keeps 0.40, 0.60 (needle); q3 refused    -> 2, 0, 1; 0.65 == cut refused -> 2, 1
+    # 0.8:  q3 keeps 0.70, 0.75 (no needle)             -> 2, 1, 0; 0.90 refused -> 1, 2
+    # inf:  same as 0.8 for in-domain; ood all answered -> 2, 1, 0; 0, 3
+    expected = [
+        [0, 0, 3, 3, 0],
+        [1, 1, 1, 2, 1],
+        [2, 0, 1, 2, 1],
+        [2, 1, 0, 1, 2],
+        [2, 1, 0, 0, 3],
+    ]
+    assert table.drop(columns="cut").values.tolist() == expected
+    assert table["cut"].tolist() == [0.3, 0.5, 0.65, 0.8, math.inf]
+
+
+def test_sweep_respects_k_when_the_needle_is_beyond_it():
+    hits = [make_hit(0.1, 1), make_hit(0.2, 2), make_hit(0.3, 3, "the needle")]
+    table = sweep([(hits, "the needle")], [], cuts=[0.5], k=2)
+    assert table.loc[0, "answered_without_needle"] == 1
+    assert table.loc[0, "answered_with_needle"] == 0
+
+
+def test_sweep_needs_cuts():
+    with pytest.raises(ValueError, match="cuts"):
+        sweep([], [], cuts=[])

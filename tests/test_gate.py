@@ -1,15 +1,16 @@
-"""Tests for ragcourse.gate: the cut, k, rank order, the boundary, and the sweep's counts."""
+"""Tests for ragcourse.gate: the cut, k, rank order, the boundary; the sweep is in test_evaluation."""
 
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
 from ragcourse.chunking import Chunk
 from ragcourse.citations import GroundedAnswer, answer
 from ragcourse.dense import Hit
-from ragcourse.gate import SWEEP_COLUMNS, Answered, NoAnswer, gate, sweep
+from ragcourse.gate import Answered, NoAnswer, gate
 
 
 def make_hit(distance: float, rank: int, content: str = "filler words") -> Hit:
@@ -54,53 +55,13 @@ def test_infinite_cut_is_no_threshold():
     assert len(gate([make_hit(1.9, 1)], cut=math.inf).hits) == 1
 
 
-@pytest.mark.parametrize(("cut", "k"), [(math.nan, 4), ("0.5", 4), (0.5, 0), (0.5, 2.0)])
-def test_bad_cut_or_k_raises(cut, k):
-    with pytest.raises(ValueError, match="cut|k must"):
+@pytest.mark.parametrize(("cut", "k", "message"), [
+    (math.nan, 4, "cut=nan: expected a number"), ("0.5", 4, "cut='0.5': expected a number"),
+    (0.5, 0, "k=0: expected an integer >= 1"), (0.5, 2.0, "k=2.0: expected an integer >= 1"),
+])
+def test_bad_cut_or_k_raises_naming_the_value(cut, k, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         gate([make_hit(0.1, 1)], cut=cut, k=k)
-
-
-def test_sweep_counts_on_a_hand_made_example():
-    needle = "the needle sentence"
-    in_domain = [
-        # q1: needle at rank 1, d=0.30
-        ([make_hit(0.30, 1, "has the needle sentence here"), make_hit(0.50, 2)], needle),
-        # q2: needle only at rank 2, d=0.60; rank 1 d=0.40 has no needle
-        ([make_hit(0.40, 1), make_hit(0.60, 2, "the  needle\nsentence")], needle),
-        # q3: nearest is 0.70 and has no needle
-        ([make_hit(0.70, 1), make_hit(0.75, 2)], needle),
-    ]
-    out_of_domain = [[make_hit(0.45, 1)], [make_hit(0.65, 1)], [make_hit(0.90, 1)]]
-    table = sweep(in_domain, out_of_domain, cuts=[0.3, 0.5, 0.65, 0.8, math.inf])
-    assert list(table.columns) == list(SWEEP_COLUMNS)
-    assert table.columns[-1] == "bluffed"
-    # Worked by hand, per cut (strictly below):
-    # 0.3:  nothing passes anywhere                     -> 0 with, 0 without, 3 refused; 3 ood ok
-    # 0.5:  q1 keeps 0.30 (needle); q2 keeps 0.40 (no)  -> 1, 1, 1; ood 0.45 passes -> 2 ok, 1 bluff
-    # 0.65: q2 keeps 0.40, 0.60 (needle); q3 refused    -> 2, 0, 1; 0.65 == cut refused -> 2, 1
-    # 0.8:  q3 keeps 0.70, 0.75 (no needle)             -> 2, 1, 0; 0.90 refused -> 1, 2
-    # inf:  same as 0.8 for in-domain; ood all answered -> 2, 1, 0; 0, 3
-    expected = [
-        [0, 0, 3, 3, 0],
-        [1, 1, 1, 2, 1],
-        [2, 0, 1, 2, 1],
-        [2, 1, 0, 1, 2],
-        [2, 1, 0, 0, 3],
-    ]
-    assert table.drop(columns="cut").values.tolist() == expected
-    assert table["cut"].tolist() == [0.3, 0.5, 0.65, 0.8, math.inf]
-
-
-def test_sweep_respects_k_when_the_needle_is_beyond_it():
-    hits = [make_hit(0.1, 1), make_hit(0.2, 2), make_hit(0.3, 3, "the needle")]
-    table = sweep([(hits, "the needle")], [], cuts=[0.5], k=2)
-    assert table.loc[0, "answered_without_needle"] == 1
-    assert table.loc[0, "answered_with_needle"] == 0
-
-
-def test_sweep_needs_cuts():
-    with pytest.raises(ValueError, match="cuts"):
-        sweep([], [], cuts=[])
 
 
 def test_generate_is_never_called_after_no_answer():

@@ -12,13 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragcourse.chunking import PIPELINE_VERSION, chunk
+from ragcourse.chunking import PIPELINE_VERSION
 from ragcourse.index import (
     EXTRACTOR_VERSION,
     CountDiscrepancy,
     Index,
     StaleIndexError,
-    extract,
     ingest_folder,
     reindex,
     retry_failed,
@@ -89,9 +88,9 @@ def report(folder: Path):
     return ingest_folder(folder, **SETTINGS)
 
 
-def expected_chunk_count(folder: Path, doc_id: str) -> int:
-    """What the chunker itself makes of the file, computed independently of the index."""
-    return len(chunk(extract(folder / doc_id, doc_id), "E"))
+#: Strategy E chunks, counted by hand: good.md is its "# Camping notes" line (text before the first
+#: "## " heading) and one paragraph per section; extra.txt and the re-saved latin1.txt are one paragraph.
+CHUNKS_BY_HAND = {"good.md": 3, "notes/extra.txt": 1, "latin1.txt": 1}
 
 
 def test_every_file_is_in_the_report_and_every_failure_has_its_reason(report):
@@ -124,7 +123,7 @@ def test_counts_written_by_the_indexer_match_the_stored_chunks(report, folder):
         stored = [c for c in index.chunks if c.doc_id == rec.doc_id]
         assert rec.chunk_count == len(stored)
         if rec.status == "indexed":
-            assert rec.chunk_count == expected_chunk_count(folder, rec.doc_id) > 0
+            assert rec.chunk_count == CHUNKS_BY_HAND[rec.doc_id]
             assert all(c.content == (folder / rec.doc_id).read_text()[c.start:c.end]
                        for c in stored)
         else:
@@ -134,10 +133,10 @@ def test_counts_written_by_the_indexer_match_the_stored_chunks(report, folder):
 
 
 def test_claimed_counts_are_compared_not_trusted(folder):
-    n_extra = expected_chunk_count(folder, "notes/extra.txt")
+    n_extra = CHUNKS_BY_HAND["notes/extra.txt"]
     claimed = {"good.md": 400, "notes/extra.txt": n_extra, "ghost.md": 3}
     report = ingest_folder(folder, claimed_counts=claimed, **SETTINGS)
-    n_good = expected_chunk_count(folder, "good.md")
+    n_good = CHUNKS_BY_HAND["good.md"]
     assert report.discrepancies == (CountDiscrepancy("ghost.md", 3, 0),
                                     CountDiscrepancy("good.md", 400, n_good))
     assert report.index.record("good.md").chunk_count == n_good
@@ -157,13 +156,24 @@ def test_good_documents_stay_searchable(report):
     assert top[0].chunk.doc_id == "notes/extra.txt"
 
 
+def test_search_distance_is_one_minus_cosine_and_k_is_checked(report):
+    query = embed_query("never cook inside the tent")
+    hit = report.index.search(query, k=1, model_name="fake-a")[0]
+    stored = fake_embed([hit.chunk.text])[0]
+    cos = float(stored @ query) / (np.linalg.norm(stored) * np.linalg.norm(query))
+    assert hit.distance == pytest.approx(1 - cos, abs=1e-6)
+    with pytest.raises(ValueError, match="k=0: expected an integer >= 1"):
+        report.index.search(query, k=0, model_name="fake-a")
+    assert Index.empty(DIM).search(query, k=3, model_name="fake-a") == []
+
+
 def test_retry_failed_fixes_what_was_fixed_and_keeps_the_rest(report, folder):
     (folder / "latin1.txt").write_text("café au lait, now saved as UTF-8", encoding="utf-8")
     retried = retry_failed(report.index, folder, **SETTINGS)
     assert [r.doc_id for r in retried.attempted] == sorted(EXPECTED_FAILURES)
     fixed = retried.index.record("latin1.txt")
     assert (fixed.status, fixed.attempts, fixed.reason) == ("indexed", 2, "")
-    assert fixed.chunk_count == expected_chunk_count(folder, "latin1.txt")
+    assert fixed.chunk_count == CHUNKS_BY_HAND["latin1.txt"]
     still = {r.doc_id: r.reason for r in retried.failed}
     assert still == {k: v for k, v in EXPECTED_FAILURES.items() if k != "latin1.txt"}
     assert retried.index.record("good.md") == report.index.record("good.md")

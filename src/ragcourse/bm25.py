@@ -15,18 +15,16 @@ sum of its tokens' rows, so no Python code runs per text at query time.
 
 What it leaves out: stemming, stop words, phrase queries, other idf variants. ``rank_bm25``'s
 ``BM25Okapi`` uses ``ln((N - n + 0.5) / (n + 0.5))`` with a floor for negative values instead; the
-tests show the difference. ``benchmark`` times this class against ``BM25Okapi.get_scores``.
+tests show the difference. ``benchmarks/bench_bm25.py`` times this class against
+``BM25Okapi.get_scores``: rank-bm25 is needed by the tests, the benchmarks and chapter 4, not here.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import statistics
-import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
@@ -39,7 +37,8 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 def tokenize(text: str) -> list[str]:
     """Lowercase, then keep the ``[a-z0-9]+`` runs.
 
-    ``tokenize("Grid-Tables, v0.22!")`` -> ``["grid", "tables", "v0", "22"]``.
+    >>> tokenize("Grid-Tables, v0.22!")
+    ['grid', 'tables', 'v0', '22']
     """
     return _TOKEN.findall(text.lower())
 
@@ -47,7 +46,10 @@ def tokenize(text: str) -> list[str]:
 def idf(n_texts: int, doc_freq: np.ndarray) -> np.ndarray:
     """Lucene-style idf, never negative: ``ln(1 + (N - n + 0.5) / (n + 0.5))``.
 
-    ``idf(4, np.array([2]))`` -> ``[ln 2]`` (a term in half the texts still counts).
+    A term in half the texts still counts: ``ln(1 + 2.5 / 2.5) = ln 2``.
+
+    >>> idf(4, np.array([2])).round(4).tolist()
+    [0.6931]
     """
     doc_freq = np.asarray(doc_freq, dtype=np.float64)
     return np.log1p((n_texts - doc_freq + 0.5) / (doc_freq + 0.5))
@@ -58,7 +60,10 @@ def term_weights(
 ) -> np.ndarray:
     """Saturated, length-normalised tf: ``f (k1 + 1) / (f + k1 (1 - b + b |d| / avgdl))``.
 
-    ``term_weights(np.array([1.0]), np.array([10.0]), 10.0)`` -> ``[1.0]`` (f = 1, average |d|).
+    A term seen once in a text of average length weighs exactly 1:
+
+    >>> term_weights(np.array([1.0]), np.array([10.0]), 10.0).tolist()
+    [1.0]
     """
     tf = np.asarray(tf, dtype=np.float64)
     norm = k1 * (1.0 - b + b * np.asarray(doc_len, dtype=np.float64) / avgdl)
@@ -135,51 +140,3 @@ class BM25:
     def rank(self, query: str) -> np.ndarray:
         """All text positions, best first: score (rounded to 6 places) descending, then position."""
         return stable_order(self.scores(query), descending=True)
-
-    def top(self, query: str, k: int) -> list[int]:
-        """The ``k`` best text positions (same order as ``rank``)."""
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise ValueError(f"k={k!r}: expected an integer >= 1")
-        return self.rank(query)[:k].tolist()
-
-
-@dataclass(frozen=True)
-class BenchmarkResult:
-    """Median milliseconds per query for this module and for ``rank_bm25.BM25Okapi``."""
-
-    n_texts: int
-    n_queries: int
-    repeats: int
-    ours_ms: float
-    rank_bm25_ms: float
-
-    @property
-    def speedup(self) -> float:
-        """How many times faster ``BM25.scores`` is than ``BM25Okapi.get_scores``."""
-        return self.rank_bm25_ms / self.ours_ms
-
-
-def _ms_per_query(score, queries: Sequence[str], repeats: int) -> float:
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for q in queries:
-            score(q)
-        runs.append((time.perf_counter() - start) * 1000 / len(queries))
-    return statistics.median(runs)
-
-
-def benchmark(texts: Sequence[str], queries: Sequence[str], repeats: int = 7) -> BenchmarkResult:
-    """Time ``BM25.scores`` against ``BM25Okapi.get_scores`` in one run.
-
-    Same k1 and b for both; query tokenizing is timed for both; median over ``repeats`` passes.
-    """
-    from rank_bm25 import BM25Okapi
-
-    if len(queries) == 0 or repeats < 1:
-        raise ValueError(f"need queries (got {len(queries)}) and repeats >= 1 (got {repeats})")
-    ours = BM25(texts)
-    okapi = BM25Okapi([tokenize(t) for t in texts], k1=ours.k1, b=ours.b)
-    ours_ms = _ms_per_query(ours.scores, queries, repeats)
-    theirs_ms = _ms_per_query(lambda q: okapi.get_scores(tokenize(q)), queries, repeats)
-    return BenchmarkResult(len(texts), len(queries), repeats, ours_ms, theirs_ms)

@@ -107,46 +107,59 @@ def _query(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value!r}: expected an integer >= 1")
-    return number
+def _count(name: str):
+    """An argparse type for a count >= 1 (-k, --depth), checked by `dense.check_k`."""
+    from .dense import check_k
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}={value!r}: expected an integer >= 1") from None
+        try:
+            return check_k(number, name)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return parse
 
 
 def parser() -> argparse.ArgumentParser:
+    from .chunking import STRATEGIES
+    from .pipeline import METHODS
+
     p = argparse.ArgumentParser(prog="ragcourse", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("chunk", help="chunk a Markdown file and print JSON lines")
     c.add_argument("file")
     c.add_argument("--title", default=None)
-    for q in (c, s := sub.add_parser("search", help="search the course corpus"),
-              e := sub.add_parser("evaluate", help="score a strategy on the ground truth")):
-        q.add_argument("--strategy", default="E", choices=list("ABCDEF"))
+    s = sub.add_parser("search", help="search the course corpus")
+    e = sub.add_parser("evaluate", help="score a strategy on the ground truth")
+    i = sub.add_parser("index", help="ingest a folder of text/Markdown files into an index")
+    r = sub.add_parser("query", help="query an index built by `ragcourse index`")
+    for q in (c, s, e, i):
+        q.add_argument("--strategy", default="E", choices=list(STRATEGIES))
+    for q, default in ((s, "hybrid"), (e, "dense")):
+        q.add_argument("--method", default=default, choices=list(METHODS))
+    for q in (s, r):
+        q.add_argument("-k", type=_count("k"), default=4, help="how many chunks to show (default 4)")
+    for q in (s, e):
+        q.add_argument("--rerank", action="store_true",
+                       help="rerank the first stage's top --depth with the default reranker (chapter 5)")
+        q.add_argument("--depth", type=_count("depth"), default=25, help="shortlist size for --rerank (default 25)")
     c.add_argument("--target", type=int, default=512)
     c.add_argument("--overlap", type=int, default=64)
     c.set_defaults(run=_chunk)
     s.add_argument("query")
-    s.add_argument("-k", type=int, default=4)
-    s.add_argument("--method", default="hybrid", choices=["dense", "bm25", "hybrid"])
     s.add_argument("--cut", type=float, default=None, help="cosine-distance gate; NO ANSWER when nothing passes")
     s.set_defaults(run=_search)
-    e.add_argument("--method", default="dense", choices=["dense", "bm25", "hybrid"])
     e.add_argument("--questions", default=None, help="a questions JSONL file (default: the course's 32)")
     e.set_defaults(run=_evaluate)
-    for q in (s, e):
-        q.add_argument("--rerank", action="store_true",
-                       help="rerank the first stage's top --depth with the default reranker (chapter 5)")
-        q.add_argument("--depth", type=_positive, default=25, help="shortlist size for --rerank (default 25)")
-    i = sub.add_parser("index", help="ingest a folder of text/Markdown files into an index")
     i.add_argument("folder")
     i.add_argument("--out", required=True)
-    i.add_argument("--strategy", default="E", choices=list("ABCDEF"))
     i.set_defaults(run=_index)
-    r = sub.add_parser("query", help="query an index built by `ragcourse index`")
     r.add_argument("index")
     r.add_argument("query")
-    r.add_argument("-k", type=int, default=4)
     r.set_defaults(run=_query)
     return p
 

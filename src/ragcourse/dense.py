@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -38,7 +39,11 @@ class Hit:
 
 
 def text_key(text: str) -> str:
-    """A stable key for one text: `text_key("a")[:8] -> 'ca978112'` (sha256 of its UTF-8 bytes)."""
+    """A stable key for one text: the sha256 of its UTF-8 bytes.
+
+    >>> text_key("a")[:8]
+    'ca978112'
+    """
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -155,8 +160,42 @@ def cosine_distances(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
 
 
 def order(distances: np.ndarray) -> np.ndarray:
-    """Positions sorted by distance, ties broken by position: `order([0.2, 0.1, 0.2]) -> [1, 0, 2]`."""
+    """Positions sorted by distance, ties broken by position.
+
+    >>> order([0.2, 0.1, 0.2]).tolist()
+    [1, 0, 2]
+    """
     return stable_order(distances)
+
+
+def check_k(k: int, name: str = "k") -> int:
+    """`k` as an int when it is an integer >= 1 (how many hits to keep); otherwise ValueError naming it.
+
+    >>> check_k(4)
+    4
+    >>> check_k(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: k=-1: expected an integer >= 1
+    """
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f"{name}={k!r}: expected an integer >= 1")
+    return int(k)
+
+
+def top_hits(chunks: Sequence[Chunk], distances: np.ndarray, k: int,
+             ranking: Sequence[int] | None = None) -> list[Hit]:
+    """The first `k` positions of `ranking` (default: nearest first) as Hits with their distance, rank from 1.
+
+    Whatever ranked the chunks (BM25, fusion), each Hit carries its cosine distance, which the gate reads.
+
+    >>> hits = top_hits(["c0", "c1", "c2"], np.array([0.3, 0.1, 0.2]), k=2)  # real callers pass Chunks
+    >>> [(h.chunk, h.distance, h.rank) for h in hits]
+    [('c1', 0.1, 1), ('c2', 0.2, 2)]
+    """
+    check_k(k)
+    positions = order(distances) if ranking is None else ranking
+    return [Hit(chunks[i], float(distances[i]), rank) for rank, i in enumerate(positions[:k], start=1)]
 
 
 @dataclass
@@ -186,11 +225,7 @@ class DenseIndex:
 
     def search(self, query: str | np.ndarray, k: int = 4) -> list[Hit]:
         """The k nearest chunks as Hits, nearest first."""
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
-        distances = self.distances(query)
-        return [Hit(self.chunks[i], float(distances[i]), r)
-                for r, i in enumerate(order(distances)[:k], start=1)]
+        return top_hits(self.chunks, self.distances(query), k)
 
 
 def describe(embedder: Embedder) -> str:

@@ -1,14 +1,18 @@
-"""Retrieval evaluation: needle hits, recall@k, MRR, Wilson intervals, paired tests (chapter 3).
+"""Retrieval evaluation: needle hits, recall@k, MRR, Wilson intervals, paired tests, the gate's sweep (chapters 3-6).
 
 What it implements: a query is answered by a chunk when the chunk's ``content`` contains the
 query's verbatim needle sentence, whitespace collapsed on both sides (the corpus is hard-wrapped).
 Per query we keep the rank of the first such chunk; recall@k and MRR summarise those ranks;
 Wilson score intervals say how uncertain a rate over 64 queries is; the sign test (exact McNemar)
 and a sign-flip randomization test compare two systems on the same queries, which is the honest
-way to compare them. Every later chapter reuses these functions.
+way to compare them, and `verdict` turns such a comparison into the sentence the book prints.
+Every later chapter reuses these functions.
 
 When several variants were tried on the same queries, `holm` adjusts their p-values for the
 number of tries (Holm's step-down correction), so the best-looking variant is not oversold.
+
+The measurements of chapter 6 live here too, not beside what they measure: `distances_to_needle`
+(how far a query is from its answer) and `sweep` (what the gate of `ragcourse.gate` does at each cut).
 
 What it leaves out: graded relevance (nDCG), multiple relevant chunks per query, and corrections
 other than Holm's (e.g. false-discovery-rate control).
@@ -19,13 +23,19 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from .corpus import collapse
+from .dense import check_k
+from .gate import NoAnswer, gate
+
+if TYPE_CHECKING:
+    from .dense import Hit
+    from .pipeline import Retriever
 
 #: Collapse each whitespace run to one space and strip the ends (the corpus's own rule).
 normalize = collapse
@@ -52,35 +62,6 @@ def first_hit_rank(ranked: Iterable[Any], needle: str) -> int | None:
     return None
 
 
-def _check_ranks(ranks: Sequence[int | None]) -> None:
-    if len(ranks) == 0:
-        raise ValueError("ranks is empty: expected one rank (or None) per query")
-
-
-def recall_at_k(ranks: Sequence[int | None], k: int) -> float:
-    """R@k = (1/|Q|) * #{q : rank_q <= k}: the share of queries answered in the top k.
-
-    ``None`` (never answered) counts as a miss. ``recall_at_k([1, 3, None, 9], 4)`` -> 0.5.
-    """
-    _check_ranks(ranks)
-    if k < 1:
-        raise ValueError(f"k={k!r}: expected an integer >= 1")
-    return sum(r is not None and r <= k for r in ranks) / len(ranks)
-
-
-def mrr(ranks: Sequence[int | None], cutoff: int | None = None) -> float:
-    """Mean reciprocal rank, MRR = (1/|Q|) * sum_q 1/rank_q (Voorhees, TREC-8 QA track, 1999).
-
-    A query never answered adds 0. By default the full ranking counts (``cutoff=None``); with a
-    cutoff, first hits below it add 0 too (MRR@cutoff). ``mrr([1, 2, None, 4])`` -> 0.4375.
-    """
-    _check_ranks(ranks)
-    if cutoff is not None and cutoff < 1:
-        raise ValueError(f"cutoff={cutoff!r}: expected None or an integer >= 1")
-    limit = math.inf if cutoff is None else cutoff
-    return sum(1 / r for r in ranks if r is not None and r <= limit) / len(ranks)
-
-
 def answers_destroyed(chunks: Iterable[Any], needles: Iterable[str]) -> list[str]:
     """Needles that no chunk contains whole (a boundary cut them), in input order."""
     contents = [normalize(_content(c)) for c in chunks]
@@ -99,7 +80,9 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
 
     With p = s/n and z the two-sided normal quantile:
     centre = (p + z^2/2n) / (1 + z^2/n), half = z/(1 + z^2/n) * sqrt(p(1-p)/n + z^2/4n^2).
-    ``wilson(38, 64)`` -> ``Interval(low=0.471..., high=0.705...)``.
+
+    >>> [round(x, 3) for x in wilson(38, 64)]
+    [0.471, 0.705]
     """
     if n < 1 or not 0 <= successes <= n:
         raise ValueError(f"successes={successes!r}, n={n!r}: expected 0 <= successes <= n, n >= 1")
@@ -117,7 +100,10 @@ def sign_test(wins: int, losses: int) -> float:
     """Two-sided exact sign test on discordant pairs (exact McNemar), ties dropped.
 
     Under H0 wins ~ Binomial(wins + losses, 1/2):
-    p = min(1, 2 * sum_{i <= min(wins, losses)} C(n, i) / 2^n). ``sign_test(18, 3)`` -> 0.0015.
+    p = min(1, 2 * sum_{i <= min(wins, losses)} C(n, i) / 2^n).
+
+    >>> round(sign_test(18, 3), 4)
+    0.0015
     """
     if wins < 0 or losses < 0:
         raise ValueError(f"wins={wins!r}, losses={losses!r}: expected counts >= 0")
@@ -185,15 +171,6 @@ class Paired(NamedTuple):
     p: float
 
 
-def paired(hits_a: Sequence[bool], hits_b: Sequence[bool]) -> Paired:
-    """Wins/losses of A over B on boolean per-query outcomes, with the exact sign test."""
-    if len(hits_a) != len(hits_b):
-        raise ValueError(f"{len(hits_a)} outcomes for A, {len(hits_b)} for B: expected as many")
-    wins = sum(bool(x) and not bool(y) for x, y in zip(hits_a, hits_b, strict=True))
-    losses = sum(bool(y) and not bool(x) for x, y in zip(hits_a, hits_b, strict=True))
-    return Paired(wins, losses, sign_test(wins, losses))
-
-
 def evaluate(
     rankings: Mapping[str, Sequence[Any]], queries: Iterable[Any], ks: Sequence[int] = (1, 4, 8, 20)
 ) -> pd.DataFrame:
@@ -213,8 +190,10 @@ def from_ranks(
     ranks: Mapping[str, int | None], queries: Iterable[Any], ks: Sequence[int] = (1, 4, 8, 20)
 ) -> pd.DataFrame:
     """The `evaluate` table from each query's first-hit rank (None: no hit), e.g. ranks stored by a script."""
-    if not ks or any(k < 1 for k in ks):
+    if not ks:
         raise ValueError(f"ks={ks!r}: expected a non-empty sequence of integers >= 1")
+    for i, k in enumerate(ks):
+        check_k(k, f"ks[{i}]")
     rows = []
     for q in queries:
         if q.id not in ranks:
@@ -238,6 +217,8 @@ def _hit_columns(per_query: pd.DataFrame) -> list[str]:
 def summarize(per_query: pd.DataFrame, label: str, confidence: float = 0.95) -> pd.DataFrame:
     """Tidy summary of an ``evaluate`` table: one row per metric (R@k for each hit@k, then MRR).
 
+    R@k = (1/|Q|) * #{q : rank_q <= k}, the share of queries answered in the top k; MRR = (1/|Q|) *
+    sum_q 1/rank_q (Voorhees, TREC-8 QA track, 1999), where a query never answered adds 0.
     Columns: ``label, metric, value, hits, n, low, high``; low/high is the Wilson interval of R@k
     (NaN for MRR). Concatenate several and pivot on ``label`` to compare systems.
     """
@@ -258,9 +239,12 @@ def summarize(per_query: pd.DataFrame, label: str, confidence: float = 0.95) -> 
 
 
 def with_interval(value: float, low: float | None = None, high: float | None = None, digits: int = 3) -> str:
-    """A metric as the book prints it: ``with_interval(0.5, 0.381, 0.619) -> '0.500 [0.381, 0.619]'``.
+    """A metric as the book prints it, with its interval when it has one (MRR has none: NaN or None).
 
-    Without an interval (MRR has none: low and high are NaN or None) the bare value: ``'0.515'``.
+    >>> with_interval(0.5, 0.381, 0.619)
+    '0.500 [0.381, 0.619]'
+    >>> with_interval(0.51489, float("nan"), float("nan"))
+    '0.515'
     """
     if low is None or high is None or pd.isna(low) or pd.isna(high):
         return f"{value:.{digits}f}"
@@ -298,3 +282,101 @@ def compare(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, metric: str) -
     wins = int((a.to_numpy(float) > b.to_numpy(float)).sum())
     losses = int((a.to_numpy(float) < b.to_numpy(float)).sum())
     return Paired(wins, losses, sign_test(wins, losses))
+
+
+def verdict(result: Paired, a: str, b: str, metric: str | None = None, alpha: float = 0.05) -> str:
+    """The sentence the book prints for a paired comparison of A against B: no more than the test says.
+
+    Below ``alpha`` it names the side that won more queries; otherwise it says the data cannot tell.
+    With ``metric`` it is a whole sentence: the pair, the metric, the wins and losses, and p.
+
+    >>> verdict(Paired(wins=12, losses=2, p=0.0129), "E", "C")
+    'significant at 0.05, in favour of E'
+    >>> verdict(Paired(wins=8, losses=6, p=0.79), "B", "A")
+    'not significant at 0.05'
+    >>> verdict(Paired(wins=3, losses=10, p=0.0923), "BM25", "dense", metric="R@4")
+    'BM25 vs dense at R@4: +3/−10, not significant at 0.05 (p = 0.09)'
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha={alpha!r}: expected a number in (0, 1), e.g. 0.05")
+    if result.p >= alpha:
+        reading, shown = f"not significant at {alpha}", f"p = {result.p:.2f}"
+    else:
+        leader = a if result.wins > result.losses else b if result.losses > result.wins else None
+        reading = f"significant at {alpha}" + (f", in favour of {leader}" if leader else "")
+        shown = "p < 0.001" if result.p < 0.001 else f"p = {result.p:.3f}"
+    if metric is None:
+        return reading
+    return f"{a} vs {b} at {metric}: +{result.wins}/\u2212{result.losses}, {reading} ({shown})"
+
+
+# --- chapter 6: how far answers are, and what a gate does at each cut ---
+
+
+def distances_to_needle(retriever: Retriever, query: str | np.ndarray, needle: str) -> float:
+    """Cosine distance from a query (text or vector) to the nearest chunk whose content holds the needle.
+
+    ``inf`` when no chunk holds it whole (a chunk boundary cut it).
+    """
+    distances = retriever.dense.distances(query)
+    holders = [i for i, c in enumerate(retriever.chunks) if contains_needle(c.content, needle)]
+    return float(np.min(distances[holders])) if holders else float("inf")
+
+
+#: Columns of `sweep`, in order; "bluffed" is last on purpose (read it first).
+SWEEP_COLUMNS = (
+    "cut",
+    "answered_with_needle",
+    "answered_without_needle",
+    "wrongly_refused",
+    "ood_refused",
+    "bluffed",
+)
+
+
+def _has_needle(hits: Sequence[Hit], needle: str) -> bool:
+    """True when some kept chunk's own `content` contains the needle (whitespace collapsed)."""
+    return any(contains_needle(h.chunk.content, needle) for h in hits)
+
+
+def _sweep_row(
+    in_domain: Sequence[tuple[Sequence[Hit], str]],
+    out_of_domain: Sequence[Sequence[Hit]],
+    cut: float,
+    k: int,
+) -> dict[str, float | int]:
+    """Count the five outcomes at one cut."""
+    row: dict[str, float | int] = dict.fromkeys(SWEEP_COLUMNS, 0)
+    row["cut"] = cut
+    for hits, needle in in_domain:
+        result = gate(hits, cut, k)
+        if isinstance(result, NoAnswer):
+            row["wrongly_refused"] += 1
+        elif _has_needle(result.hits, needle):
+            row["answered_with_needle"] += 1
+        else:
+            row["answered_without_needle"] += 1
+    for hits in out_of_domain:
+        refused = isinstance(gate(hits, cut, k), NoAnswer)
+        row["ood_refused" if refused else "bluffed"] += 1
+    return row
+
+
+def sweep(
+    in_domain: Sequence[tuple[Sequence[Hit], str]],
+    out_of_domain: Sequence[Sequence[Hit]],
+    cuts: Sequence[float],
+    k: int = 4,
+) -> pd.DataFrame:
+    """Run the real gate (`ragcourse.gate.gate`) at every cut and count what happens, one row per cut.
+
+    `in_domain` holds `(hits, needle)` pairs (the question has an answer in the corpus);
+    `out_of_domain` holds hit lists for questions the corpus cannot answer. Per cut:
+    `answered_with_needle` + `answered_without_needle` + `wrongly_refused` = len(in_domain) and
+    `ood_refused` + `bluffed` = len(out_of_domain). The needle is looked for in the kept chunks'
+    own `content` only, so a needle that appears only in a header does not count.
+    """
+    if not cuts:
+        raise ValueError("cuts must hold at least one cut; got an empty sequence")
+    rows = [_sweep_row(in_domain, out_of_domain, cut, k) for cut in cuts]
+    return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))

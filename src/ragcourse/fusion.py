@@ -74,8 +74,10 @@ def fuse(
 def rrf(lists: Sequence[Sequence[Hashable]], k: float = 60) -> list[Hashable]:
     """Reciprocal rank fusion: ids best first by ``sum_i 1 / (k + rank_i(d))`` (rank from 1).
 
-    Worked example, k = 60: ``rrf([[1, 2, 3], [3, 1]])`` -> ``[1, 3, 2]``, because
-    1 scores ``1/61 + 1/62``, 3 scores ``1/63 + 1/61`` and 2 scores ``1/62``.
+    Worked example, k = 60: 1 scores ``1/61 + 1/62``, 3 scores ``1/63 + 1/61`` and 2 scores ``1/62``.
+
+    >>> rrf([[1, 2, 3], [3, 1]])
+    [1, 3, 2]
     """
     return [f.id for f in fuse(lists, k)]
 
@@ -85,7 +87,9 @@ def weighted_rrf(
 ) -> list[Hashable]:
     """RRF with one weight per list: ``sum_i w_i / (k + rank_i(d))``.
 
-    Worked example, k = 60: ``weighted_rrf([["a", "b"], ["b", "a"]], [2, 1])`` -> ``["a", "b"]``:
-    "a" scores ``2/61 + 1/62``, "b" scores ``2/62 + 1/61``.
+    Worked example, k = 60: "a" scores ``2/61 + 1/62``, "b" scores ``2/62 + 1/61``.
+
+    >>> weighted_rrf([["a", "b"], ["b", "a"]], [2, 1])
+    ['a', 'b']
     """
     return [f.id for f in fuse(lists, k, weights)]

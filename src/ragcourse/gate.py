@@ -3,8 +3,8 @@
 A retriever always returns something: it sorts the whole index and hands back the top of the
 list whether or not the answer is in the corpus. `gate` keeps at most `k` hits whose cosine
 distance is *strictly* below a cut and returns `NoAnswer` when none passes, so the generator is
-never called on evidence that is merely "the least far away". `sweep` measures the trade a cut
-makes, with the column most teams never compute: bluffs, out-of-domain questions answered anyway.
+never called on evidence that is merely "the least far away". What a cut costs is measured
+elsewhere: `ragcourse.evaluation.sweep` runs this gate at many cuts and counts the bluffs.
 
 Leaves out: choosing the cut for you (that is a product decision about the cost of a wrong answer),
 per-query adaptive cuts, and score calibration of rerankers (the gate reads cosine distances only).
@@ -17,22 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from .evaluation import contains_needle
+from .dense import check_k
 
 if TYPE_CHECKING:
     from .dense import Hit
-
-#: Columns of `sweep`, in order; "bluffed" is last on purpose (read it first).
-SWEEP_COLUMNS = (
-    "cut",
-    "answered_with_needle",
-    "answered_without_needle",
-    "wrongly_refused",
-    "ood_refused",
-    "bluffed",
-)
 
 
 @dataclass(frozen=True)
@@ -56,12 +44,10 @@ class NoAnswer:
         return f'NO ANSWER: nothing under cosine distance {self.cut:.3f} for "{self.query}"'
 
 
-def _check_cut_and_k(cut: float, k: int) -> None:
-    """Reject a NaN cut (every comparison with NaN is False) and a k below 1."""
+def _check_cut(cut: float) -> None:
+    """Reject a cut that is not a number, and NaN (every comparison with NaN is False)."""
     if isinstance(cut, bool) or not isinstance(cut, int | float) or math.isnan(cut):
-        raise ValueError(f"cut must be a number (a cosine distance, or math.inf); got {cut!r}")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be an integer >= 1; got {k!r}")
+        raise ValueError(f"cut={cut!r}: expected a number (a cosine distance, or math.inf)")
 
 
 def gate(hits: Sequence[Hit], cut: float, k: int = 4, query: str = "") -> Answered | NoAnswer:
@@ -73,58 +59,11 @@ def gate(hits: Sequence[Hit], cut: float, k: int = 4, query: str = "") -> Answer
     Example: distances 0.40, 0.60, 0.70 at ranks 1, 2, 3 with cut=0.65 -> Answered keeping
     ranks 1 and 2; the same hits with cut=0.40 -> NoAnswer(cut=0.4, nearest_distance=0.4).
     """
-    _check_cut_and_k(cut, k)
+    _check_cut(cut)
+    check_k(k)
     ordered = sorted(hits, key=lambda h: h.rank)
     kept = tuple(h for h in ordered if h.distance < cut)[:k]
     if kept:
         return Answered(query=query, cut=cut, hits=kept)
     nearest = min((h.distance for h in ordered), default=None)
     return NoAnswer(query=query, cut=cut, nearest_distance=nearest)
-
-
-def _has_needle(hits: Sequence[Hit], needle: str) -> bool:
-    """True when some kept chunk's own `content` contains the needle (whitespace collapsed)."""
-    return any(contains_needle(h.chunk.content, needle) for h in hits)
-
-
-def _sweep_row(
-    in_domain: Sequence[tuple[Sequence[Hit], str]],
-    out_of_domain: Sequence[Sequence[Hit]],
-    cut: float,
-    k: int,
-) -> dict[str, float | int]:
-    """Count the five outcomes at one cut."""
-    row: dict[str, float | int] = dict.fromkeys(SWEEP_COLUMNS, 0)
-    row["cut"] = cut
-    for hits, needle in in_domain:
-        result = gate(hits, cut, k)
-        if isinstance(result, NoAnswer):
-            row["wrongly_refused"] += 1
-        elif _has_needle(result.hits, needle):
-            row["answered_with_needle"] += 1
-        else:
-            row["answered_without_needle"] += 1
-    for hits in out_of_domain:
-        refused = isinstance(gate(hits, cut, k), NoAnswer)
-        row["ood_refused" if refused else "bluffed"] += 1
-    return row
-
-
-def sweep(
-    in_domain: Sequence[tuple[Sequence[Hit], str]],
-    out_of_domain: Sequence[Sequence[Hit]],
-    cuts: Sequence[float],
-    k: int = 4,
-) -> pd.DataFrame:
-    """Run the real gate at every cut and count what happens, one row per cut.
-
-    `in_domain` holds `(hits, needle)` pairs (the question has an answer in the corpus);
-    `out_of_domain` holds hit lists for questions the corpus cannot answer. Per cut:
-    `answered_with_needle` + `answered_without_needle` + `wrongly_refused` = len(in_domain) and
-    `ood_refused` + `bluffed` = len(out_of_domain). The needle is looked for in the kept chunks'
-    own `content` only, so a needle that appears only in a header does not count.
-    """
-    if not cuts:
-        raise ValueError("cuts must hold at least one cut; got an empty sequence")
-    rows = [_sweep_row(in_domain, out_of_domain, cut, k) for cut in cuts]
-    return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))

@@ -31,7 +31,7 @@ import pandas as pd
 
 from .chunking import PIPELINE_VERSION, Chunk, chunk, strategy_for
 from .corpus import Document, sha256_file
-from .dense import Hit, order
+from .dense import Hit, check_k, cosine_distances, top_hits
 
 #: Bump whenever `extract` turns the same bytes into different text.
 EXTRACTOR_VERSION = "plaintext-1"
@@ -199,8 +199,7 @@ class Index:
         `model_name` is the model that embedded the query; any indexed document from another
         model or dimension raises StaleIndexError (an older pipeline does not: same space).
         """
-        if k < 1:
-            raise ValueError(f"k must be at least 1; got {k!r}")
+        check_k(k)
         query = np.asarray(query_vector, dtype=np.float32).ravel()
         self.check_compatible(model_name, query.shape[0], None, None)
         norm = float(np.linalg.norm(query))
@@ -208,9 +207,7 @@ class Index:
             raise ValueError("query_vector is all zeros; it has no direction to compare")
         if not self.chunks:
             return []
-        distances = (1.0 - self.vectors @ (query / norm)).astype(np.float64)
-        return [Hit(self.chunks[i], float(distances[i]), rank)
-                for rank, i in enumerate(order(distances)[:k], start=1)]
+        return top_hits(self.chunks, cosine_distances(self.vectors, query / norm), k)
 
     def verify(self) -> None:
         """ValueError unless every record's count equals the chunks and vectors stored for it."""

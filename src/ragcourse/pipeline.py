@@ -5,23 +5,37 @@ query by `dense`, `bm25` or `hybrid` (reciprocal rank fusion of the two). `ranki
 query set, which is what `ragcourse.evaluation.evaluate` scores. BM25 indexes the same `text` the
 embedder sees (header and overlap included), so both retrievers judge the same chunk.
 
-Left out: rerankers (see `ragcourse.rerank`) and the gate (see `ragcourse.gate`), which sit on top.
+Left out: rerankers (see `ragcourse.rerank`), the gate (see `ragcourse.gate`), which sit on top, and
+every measurement (see `ragcourse.evaluation`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
 from .bm25 import BM25
 from .chunking import Chunk, chunk_corpus
 from .corpus import Document
-from .dense import DenseIndex, Embedder, Hit
+from .dense import DenseIndex, Embedder, Hit, top_hits
 from .fusion import rrf
 
 METHODS = ("dense", "bm25", "hybrid")
+
+T = TypeVar("T")
+
+
+def ranked_chunks(chunks: Sequence[T], positions: Mapping[str, Iterable[int]],
+                  depth: int | None = None) -> dict[str, list[T]]:
+    """query id -> chunks best first, from query id -> chunk positions best first (what `evaluate` reads).
+
+    >>> ranked_chunks(["c0", "c1", "c2"], {"q1": [2, 0, 1], "q2": [1, 2, 0]}, depth=2)
+    {'q1': ['c2', 'c0'], 'q2': ['c1', 'c2']}
+    """
+    return {qid: [chunks[i] for i in list(ranking)[:depth]] for qid, ranking in positions.items()}
 
 
 @dataclass
@@ -40,26 +54,34 @@ class Retriever:
             self._vectors[query] = self.dense.embedder.encode_query(query)
         return self._vectors[query]
 
-    def rank(self, query: str, method: str = "dense") -> list[int]:
-        """Every chunk position, best first, by one method; hybrid fuses the two full rankings with RRF (k=60)."""
-        if method == "dense":
-            return self.dense.rank(self.query_vector(query)).tolist()
+    def rank(self, query: str, method: str = "dense", vector: np.ndarray | None = None) -> list[int]:
+        """Every chunk position, best first, by one method; hybrid fuses the two full rankings with RRF (k=60).
+
+        `vector` is the query's vector when the caller embedded it already (dense and hybrid use it).
+        """
+        if method not in METHODS:
+            raise ValueError(f"method {method!r} is not one of {list(METHODS)}")
         if method == "bm25":
             return self.bm25.rank(query).tolist()
-        if method == "hybrid":
-            dense = self.dense.rank(self.query_vector(query)).tolist()
-            return [int(i) for i in rrf([dense, self.bm25.rank(query).tolist()])]
-        raise ValueError(f"method {method!r} is not one of {list(METHODS)}")
+        dense = self.dense.rank(self.query_vector(query) if vector is None else vector).tolist()
+        if method == "dense":
+            return dense
+        return [int(i) for i in rrf([dense, self.bm25.rank(query).tolist()])]
 
     def retrieve(self, query: str, k: int = 4, method: str = "dense") -> list[Hit]:
         """The top k as Hits carrying the cosine distance (whatever ranked them), rank from 1."""
         distances = self.dense.distances(self.query_vector(query))
-        top = self.rank(query, method)[:k]
-        return [Hit(self.chunks[i], float(distances[i]), r) for r, i in enumerate(top, start=1)]
+        return top_hits(self.chunks, distances, k, ranking=self.rank(query, method))
 
-    def rankings(self, queries: Iterable, method: str = "dense", depth: int | None = None) -> dict[str, list[Chunk]]:
-        """query id -> chunks best first (all of them, or the first `depth`), for `evaluation.evaluate`."""
-        return {q.id: [self.chunks[i] for i in self.rank(q.text, method)[:depth]] for q in queries}
+    def rankings(self, queries: Iterable, method: str = "dense", depth: int | None = None,
+                 vectors: Mapping[str, np.ndarray] | None = None) -> dict[str, list[Chunk]]:
+        """query id -> chunks best first (all of them, or the first `depth`), for `evaluation.evaluate`.
+
+        `vectors` (query id -> vector) lets several retrievers share query vectors embedded once.
+        """
+        vectors = vectors or {}
+        positions = {q.id: self.rank(q.text, method, vectors.get(q.id)) for q in queries}
+        return ranked_chunks(self.chunks, positions, depth)
 
 
 def build(strategy: str = "E", corpus: list[Document] | None = None, embedder: Embedder | None = None,
@@ -72,12 +94,3 @@ def build(strategy: str = "E", corpus: list[Document] | None = None, embedder: E
     chunks = chunk_corpus(corpus, strategy, target=target, overlap=overlap)
     dense = DenseIndex.build(chunks, embedder, progress=progress)
     return Retriever(strategy, chunks, dense, BM25([c.text for c in chunks]))
-
-
-def distances_to_needle(retriever: Retriever, query: str, needle: str) -> float:
-    """Cosine distance from a query to the nearest chunk that contains the needle (inf if none does)."""
-    from .evaluation import contains_needle
-
-    distances = retriever.dense.distances(query)
-    holders = [i for i, c in enumerate(retriever.chunks) if contains_needle(c.content, needle)]
-    return float(np.min(distances[holders])) if holders else float("inf")
