@@ -1,6 +1,8 @@
 """Reranking: MaxSim by hand, ordering and ties, the cross-encoder path, late interaction, caches."""
 
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ from ragcourse.rerank import (
     punctuation_ids,
     rerank,
     rerank_head,
+    rerank_rankings,
     token_vectors,
 )
 
@@ -228,3 +231,15 @@ def test_rerank_head_reorders_only_the_head():
     assert [c.index for c in rerank_head(fake, "q", chunks, depth=10)] == [3, 4, 1, 2, 0]
     with pytest.raises(ValueError, match="depth=0"):
         rerank_head(fake, "q", chunks, depth=0)
+
+
+def test_rerank_rankings_reranks_the_head_of_every_query_and_keys_by_id():
+    chunks = [make_chunk(i, f"passage {i}") for i in range(4)]
+    fake = FixedScores({"passage 0": 0.1, "passage 1": 0.9, "passage 2": 0.5, "passage 3": 9.0})
+    queries = [SimpleNamespace(id="q1/doc", text="a"), SimpleNamespace(id="q1/ticket", text="b")]
+    rankings = {"q1/doc": chunks, "q1/ticket": chunks[::-1], "q2/doc": chunks}
+    out = rerank_rankings(fake, queries, rankings, depth=2)
+    assert list(out) == ["q1/doc", "q1/ticket"]  # one entry per query given, not per ranking
+    assert [c.index for c in out["q1/doc"]] == [1, 0, 2, 3]  # 0.9 over 0.1; 2 and 3 below the cut
+    assert [c.index for c in out["q1/ticket"]] == [3, 2, 1, 0]  # 9.0 over 0.5 already in order
+    assert fake.calls == 2

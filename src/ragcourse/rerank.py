@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import string
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -113,6 +113,26 @@ def rerank_head(reranker: Reranker, query: str, ranked: Sequence[Chunk], depth: 
         raise ValueError(f"depth={depth!r}: expected an integer >= 1")
     head = rerank(reranker, query, ranked[:depth])
     return [r.chunk for r in head] + list(ranked[depth:])
+
+
+def rerank_rankings(reranker: Reranker, queries: Sequence, rankings: Mapping[str, Sequence[Chunk]],
+                    depth: int = 25) -> dict[str, list[Chunk]]:
+    """Query id -> its ranking from `rankings` with the top `depth` reranked (`rerank_head`).
+
+    `queries` are `groundtruth.Query` objects (anything with `id` and `text`); the result is what
+    `evaluation.evaluate` reads. A toy reranker that prefers longer passages, over four passages:
+
+    >>> from types import SimpleNamespace as Passage
+    >>> class Longest:
+    ...     name, use = "longest", "text"
+    ...     def score(self, query, passages):
+    ...         return np.array([len(p) for p in passages], dtype=float)
+    >>> ranked = [Passage(text=t) for t in ("a", "ccc", "bb", "dddd")]
+    >>> out = rerank_rankings(Longest(), [Passage(id="q1", text="any")], {"q1": ranked}, depth=3)
+    >>> [p.text for p in out["q1"]]  # the top 3 re-sorted; "dddd" sits below the cut and stays
+    ['ccc', 'bb', 'a', 'dddd']
+    """
+    return {q.id: rerank_head(reranker, q.text, rankings[q.id], depth) for q in queries}
 
 
 def latency(reranker: Reranker, queries: Sequence[str], shortlists: Sequence[Sequence[str]],
