@@ -5,7 +5,8 @@ reranked and put back in front of the unchanged remainder (`rerank_head`), so MR
 is measured over the same full ranking. Every variant scored while developing chapter 5 is listed,
 with its paired randomization p against hybrid and Holm's adjustment for the number of variants:
 late interaction with each punctuation setting, on `text` and on `content`, and fused back with
-hybrid by RRF. A fine-tuned cross-encoder is added when `models/reranker` holds one.
+hybrid by RRF. The fine-tuned cross-encoder of `benchmarks/reranker_train.py` is added when
+`models/reranker` holds it.
 
 Run: `make reranker` (needs the corpus and data/questions.jsonl). The shortlist size and k=60 are the
 seed's settings; nothing here is tuned on the questions.
@@ -34,11 +35,11 @@ def variants() -> list[tuple[str, object]]:
     out.append(("late interaction, content, skip punctuation: both", LateInteractionReranker(use="content")))
     out.append(("late interaction, content, skip punctuation: none",
                 LateInteractionReranker(use="content", skip_punctuation="none")))
-    from ragcourse import finetune
+    import reranker_train  # a sibling script: `python benchmarks/rerank_trial.py` puts benchmarks/ on the path
 
     try:
-        out.append(("fine-tuned cross-encoder (models/reranker)", finetune.load_reranker()))
-    except finetune.RerankerFilesError as missing:  # absent or altered: say so, measure the rest
+        out.append(("fine-tuned cross-encoder (models/reranker)", reranker_train.load_reranker()))
+    except reranker_train.RerankerFilesError as missing:  # absent or altered: say so, measure the rest
         print(f"no fine-tuned cross-encoder: {missing}")
     return out
 

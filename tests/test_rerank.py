@@ -152,6 +152,15 @@ def test_cross_encoder_batches_and_truncates(cross_encoder_dir):
     assert scores[0] != pytest.approx(scores[1], abs=1e-6)
 
 
+def test_new_cross_encoder_is_a_model_of_its_own_with_the_same_fresh_head(cross_encoder_dir):
+    first, second = (models.new_cross_encoder(cross_encoder_dir, max_length=32) for _ in range(2))
+    assert first is not second and first is not models.load_cross_encoder(cross_encoder_dir)
+    assert first.max_length == 32
+    pair = [("how do I cook paella", PAELLA)]
+    assert first.predict(pair).shape == (1,)
+    assert first.predict(pair)[0] == second.predict(pair)[0], "torch is seeded before the head is made"
+
+
 # --- late interaction ---------------------------------------------------------------------------
 
 def test_special_tokens_are_dropped_and_rows_are_unit_norm(embedder):

@@ -14,8 +14,8 @@ Two rerankers implement the same small `Reranker` protocol:
   which is why it is the offline default (`default_reranker`). Like ColBERT's skiplist, it drops
   punctuation word pieces (on both sides by default), so a "?" or "," does not earn a match.
 
-Left out on purpose: training (`ragcourse.finetune` fine-tunes a cross-encoder, a documented
-negative result in chapter 5), ColBERT's query augmentation with [MASK] tokens and its learned 128-d
+Left out on purpose: training (chapter 5's fine-tuned cross-encoder is a documented negative result,
+trained by `benchmarks/reranker_train.py`), ColBERT's query augmentation with [MASK] tokens and its learned 128-d
 projection (the MiniLM's 384-d vectors are used as they are), and approximate MaxSim indexes
 (PLAID): a shortlist of 25 is scored exactly.
 """
