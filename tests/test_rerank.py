@@ -13,7 +13,6 @@ from ragcourse.rerank import (
     LateInteractionReranker,
     default_reranker,
     kept_pieces,
-    latency,
     maxsim,
     maxsim_many,
     punctuation_ids,
@@ -73,7 +72,7 @@ def test_maxsim_rejects_mismatched_shapes():
         maxsim_many(np.ones((2, 3)), [np.ones((2, 3)), np.ones((0, 3))])
 
 
-# --- rerank and latency -------------------------------------------------------------------------
+# --- rerank -------------------------------------------------------------------------------------
 
 def test_rerank_sorts_by_score_and_breaks_ties_by_old_rank():
     chunks = [make_chunk(i, c) for i, c in enumerate(["a", "b", "c", "d"])]
@@ -93,18 +92,6 @@ def test_rerank_reads_the_field_the_reranker_uses():
         rerank(FixedScores({}, use="title"), "q", [chunk])
     with pytest.raises(ValueError, match="top=0"):
         rerank(FixedScores({"a": 1.0}), "q", [chunk], top=0)
-
-
-def test_latency_is_milliseconds_per_query_after_one_warmup_call(monkeypatch):
-    # A fake clock: the timed loop starts at 10.000 s and ends at 10.075 s, so 75 ms over 3 queries.
-    clock = iter([10.000, 10.075])
-    monkeypatch.setattr("ragcourse.rerank.time.perf_counter", lambda: next(clock))
-    sleepy = FixedScores({"a": 1.0})
-    ms = latency(sleepy, ["q1", "q2", "q3"], [["a"], ["a"], ["a"]])
-    assert ms == pytest.approx(75 / 3)
-    assert sleepy.calls == 4  # the warm-up call is not timed
-    with pytest.raises(ValueError, match="2 queries, 1 shortlists"):
-        latency(sleepy, ["q1", "q2"], [["a"]])
 
 
 # --- cross-encoder ------------------------------------------------------------------------------

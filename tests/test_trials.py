@@ -1,6 +1,6 @@
-"""Chapter 5's fine-tuning trial in benchmarks/: the training script, its stored model and ranks.
+"""Chapter 5's trial scripts in benchmarks/: the fine-tuning script, its stored model and ranks, latency.
 
-The package never imports the script, so it is loaded here by path. Nothing here needs the
+The package never imports these scripts, so they are loaded here by path. Nothing here needs the
 training sdists (`make training-sources`): the parser is tested on hand-written reST, the model and
 the ranks on what is committed (`models/reranker/`, `benchmarks/results/finetuned.json`).
 """
@@ -34,6 +34,34 @@ def load_script(name: str):
 
 
 train = load_script("reranker_train")
+trial = load_script("rerank_trial")
+
+
+class FixedScores:
+    """A fake reranker: one score per passage, counting its calls."""
+
+    name, use = "fixed", "text"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def score(self, query, passages):
+        self.calls += 1
+        return np.ones(len(passages))
+
+
+# --- latency (rerank_trial) ----------------------------------------------------------------------
+
+
+def test_latency_is_milliseconds_per_query_after_one_warmup_call(monkeypatch):
+    # A fake clock: the timed loop starts at 10.000 s and ends at 10.075 s, so 75 ms over 3 queries.
+    clock = iter([10.000, 10.075])
+    monkeypatch.setattr(trial.time, "perf_counter", lambda: next(clock))
+    fake = FixedScores()
+    assert trial.latency(fake, ["q1", "q2", "q3"], [["a"], ["a"], ["a"]]) == pytest.approx(75 / 3)
+    assert fake.calls == 4  # the warm-up call is not timed
+    with pytest.raises(ValueError, match="2 queries, 1 shortlists"):
+        trial.latency(fake, ["q1", "q2"], [["a"]])
 
 
 # --- parsing the training sources (reranker_train) -----------------------------------------------
