@@ -10,6 +10,8 @@ reader explicitly points an environment variable at a hub name *and* allows netw
 - `RAGCOURSE_ALLOW_DOWNLOAD=1`: lets the Hugging Face hub be reached for a hub name. Off by default.
 
 Chapter 1 explains why; chapter 3 uses the embedder, chapter 5 the reranker, chapter 7 the generator.
+`new_cross_encoder` gives a cross-encoder of its own, uncached, for chapter 5's fine-tuning trial
+(`benchmarks/reranker_train.py`), which trains it and loads its trained tensors into it.
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ rest in place, and `rerank_rankings` does that for every query of a set, for `ev
 
 Left out on purpose: training (chapter 5's fine-tuned cross-encoder is a documented negative result,
 trained by `benchmarks/reranker_train.py`), LLM judges (`benchmarks/judge_trial.py`), latency
-measurement (`benchmarks/rerank_trial.py`), ColBERT's query augmentation with [MASK] tokens and its learned 128-d
-projection (the MiniLM's 384-d vectors are used as they are), and approximate MaxSim indexes
-(PLAID): a shortlist of 25 is scored exactly.
+measurement (`benchmarks/rerank_trial.py`), ColBERT's query augmentation with [MASK] tokens and its
+learned 128-d projection (the MiniLM's 384-d vectors are used as they are), and approximate MaxSim
+indexes (PLAID): a shortlist of 25 is scored exactly.
 """
 
 from __future__ import annotations
