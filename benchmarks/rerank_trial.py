@@ -1,11 +1,13 @@
 """Chapter 5 trial: which offline reranker improves a hybrid shortlist? (a measurement, not a test)
 
 Strategy-E chunks; hybrid = RRF (k=60) of the full BM25 and dense rankings; the top 25 are
-reranked and put back in front of the unchanged remainder (`rerank_head`), so MRR before and after
-is measured over the same full ranking. Every variant scored while developing chapter 5 is listed,
-with its paired randomization p against hybrid and Holm's adjustment for the number of variants:
-late interaction with each punctuation setting, on `text` and on `content`, and fused back with
-hybrid by RRF. A fine-tuned cross-encoder is added when `models/reranker` holds one.
+reranked and put back in front of the unchanged remainder (`rerank_rankings`), so MRR before and
+after is measured over the same full ranking. Every variant scored while developing chapter 5 is
+listed, with its paired randomization p against hybrid and Holm's adjustment for the number of
+variants: late interaction with each punctuation setting, on `text` and on `content`, and fused back
+with hybrid by RRF. The fine-tuned cross-encoder of `benchmarks/reranker_train.py` is added when
+`models/reranker` holds it. `latency` (mean ms of `Reranker.score` per query) lives here, since
+nothing in the package measures time.
 
 Run: `make reranker` (needs the corpus and data/questions.jsonl). The shortlist size and k=60 are the
 seed's settings; nothing here is tuned on the questions.
@@ -14,6 +16,7 @@ seed's settings; nothing here is tuned on the questions.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -21,10 +24,29 @@ from ragcourse import pipeline
 from ragcourse.evaluation import evaluate, holm, randomization_test, summarize
 from ragcourse.fusion import rrf
 from ragcourse.groundtruth import load_questions, queries
-from ragcourse.rerank import SKIP_PUNCTUATION, LateInteractionReranker, latency, rerank_head
+from ragcourse.rerank import SKIP_PUNCTUATION, LateInteractionReranker, Reranker, rerank_rankings
 
 SHORTLIST = 25
 KS = (1, 4, SHORTLIST)
+
+
+def latency(reranker: Reranker, queries: Sequence[str], shortlists: Sequence[Sequence[str]],
+            warmup: bool = True) -> float:
+    """Mean wall-clock milliseconds of `reranker.score` per query (time.perf_counter).
+
+    With `warmup`, the first query is scored once untimed (lazy loading, first-call allocations).
+    Passages the reranker caches (late interaction) should be indexed beforehand: this measures
+    query time, not index time.
+    """
+    if len(queries) != len(shortlists) or not queries:
+        raise ValueError(f"{len(queries)} queries, {len(shortlists)} shortlists: "
+                         "expected as many of each, at least one")
+    if warmup:
+        reranker.score(queries[0], list(shortlists[0]))
+    started = time.perf_counter()
+    for query, passages in zip(queries, shortlists, strict=True):
+        reranker.score(query, list(passages))
+    return 1000 * (time.perf_counter() - started) / len(queries)
 
 
 def variants() -> list[tuple[str, object]]:
@@ -34,11 +56,11 @@ def variants() -> list[tuple[str, object]]:
     out.append(("late interaction, content, skip punctuation: both", LateInteractionReranker(use="content")))
     out.append(("late interaction, content, skip punctuation: none",
                 LateInteractionReranker(use="content", skip_punctuation="none")))
-    from ragcourse import finetune
+    import reranker_train  # a sibling script: `python benchmarks/rerank_trial.py` puts benchmarks/ on the path
 
     try:
-        out.append(("fine-tuned cross-encoder (models/reranker)", finetune.load_reranker()))
-    except finetune.RerankerFilesError as missing:  # absent or altered: say so, measure the rest
+        out.append(("fine-tuned cross-encoder (models/reranker)", reranker_train.load_reranker()))
+    except reranker_train.RerankerFilesError as missing:  # absent or altered: say so, measure the rest
         print(f"no fine-tuned cross-encoder: {missing}")
     return out
 
@@ -53,7 +75,7 @@ def row(label: str, table: pd.DataFrame, base: pd.DataFrame) -> dict:
 def main() -> None:
     retriever = pipeline.build("E")
     chunks, qs = retriever.chunks, queries(load_questions())
-    hybrid = {q.id: [chunks[i] for i in retriever.rank(q.text, "hybrid")] for q in qs}
+    hybrid = retriever.rankings(qs, "hybrid")
     base = evaluate(hybrid, qs, KS)
     rows, timings = [], []
     for label, reranker in variants():
@@ -61,7 +83,7 @@ def main() -> None:
         if isinstance(reranker, LateInteractionReranker):
             reranker.index([getattr(c, reranker.use) for c in chunks])
         built = time.perf_counter() - started
-        reranked = {q.id: rerank_head(reranker, q.text, hybrid[q.id], SHORTLIST) for q in qs}
+        reranked = rerank_rankings(reranker, qs, hybrid, SHORTLIST)
         rows.append(row(label, evaluate(reranked, qs, KS), base))
         if label.endswith("skip punctuation: both") and "text" in label:  # the default, fused back
             fused = {q.id: rrf([hybrid[q.id], reranked[q.id]]) for q in qs}  # chunks are hashable

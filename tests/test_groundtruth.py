@@ -7,6 +7,8 @@ import pytest
 from ragcourse.corpus import Document
 from ragcourse.groundtruth import (
     GroundTruthError,
+    evaluation_strings,
+    find_leaks,
     load_out_of_domain,
     load_questions,
     needle_position,
@@ -100,3 +102,38 @@ def test_the_committed_ground_truth_is_valid(corpus):
     assert len(ood) == 30
     assert sum(o.kind == "near" for o in ood) == 21
     assert sum(o.kind == "absurd" for o in ood) == 9
+
+
+# --- the needle guard ----------------------------------------------------------------------------
+
+
+def test_evaluation_strings_are_needle_question_ticket_then_out_of_domain(tmp_path):
+    ood = tmp_path / "ood.jsonl"
+    ood.write_text(json.dumps({"id": "o1", "query": "paella?", "kind": "absurd"}) + "\n")
+    other = {**GOOD, "id": "c1", "needle": "N2", "question": "Q2", "ticket": "T2"}
+    (tmp_path / "held").mkdir()
+    held_out = write(tmp_path / "held", other)
+    assert evaluation_strings([write(tmp_path, GOOD), held_out], ood) == [
+        "Run the tool with care.", "How?", "help", "N2", "Q2", "T2", "paella?"]
+
+
+def test_the_guard_covers_every_committed_evaluation_string():
+    # 32 development and 32 held-out questions, three strings each, and 30 out-of-domain queries
+    strings = evaluation_strings()
+    assert len(strings) == 3 * 32 + 3 * 32 + 30
+    assert "How do I set up intersphinx so my Sphinx docs can link to classes in the Python standard " \
+           "library documentation?" in strings
+
+
+def test_find_leaks_ignores_case_and_whitespace_and_never_spans_two_texts():
+    texts = ["Lists must\n  start a NEW paragraph.", "grid", "tables are drawn"]
+    assert find_leaks(texts, ["a new paragraph", "grid tables", "  "]) == ["a new paragraph"]
+    assert find_leaks(["nothing to see"], ["a new paragraph"]) == []
+
+
+def test_find_leaks_catches_a_planted_needle():
+    needle = evaluation_strings()[0]  # q01's needle
+    planted = "Some preamble. " + needle.upper().replace(" ", "\n   ") + " More text."
+    clean = ["How do I purge tasks?", "Use the purge command of the worker."]
+    assert find_leaks(clean) == []
+    assert find_leaks([*clean, planted]) == [needle]

@@ -1,6 +1,8 @@
 """Reranking: MaxSim by hand, ordering and ties, the cross-encoder path, late interaction, caches."""
 
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -11,12 +13,12 @@ from ragcourse.rerank import (
     LateInteractionReranker,
     default_reranker,
     kept_pieces,
-    latency,
     maxsim,
     maxsim_many,
     punctuation_ids,
     rerank,
     rerank_head,
+    rerank_rankings,
     token_vectors,
 )
 
@@ -70,7 +72,7 @@ def test_maxsim_rejects_mismatched_shapes():
         maxsim_many(np.ones((2, 3)), [np.ones((2, 3)), np.ones((0, 3))])
 
 
-# --- rerank and latency -------------------------------------------------------------------------
+# --- rerank -------------------------------------------------------------------------------------
 
 def test_rerank_sorts_by_score_and_breaks_ties_by_old_rank():
     chunks = [make_chunk(i, c) for i, c in enumerate(["a", "b", "c", "d"])]
@@ -90,18 +92,6 @@ def test_rerank_reads_the_field_the_reranker_uses():
         rerank(FixedScores({}, use="title"), "q", [chunk])
     with pytest.raises(ValueError, match="top=0"):
         rerank(FixedScores({"a": 1.0}), "q", [chunk], top=0)
-
-
-def test_latency_is_milliseconds_per_query_after_one_warmup_call(monkeypatch):
-    # A fake clock: the timed loop starts at 10.000 s and ends at 10.075 s, so 75 ms over 3 queries.
-    clock = iter([10.000, 10.075])
-    monkeypatch.setattr("ragcourse.rerank.time.perf_counter", lambda: next(clock))
-    sleepy = FixedScores({"a": 1.0})
-    ms = latency(sleepy, ["q1", "q2", "q3"], [["a"], ["a"], ["a"]])
-    assert ms == pytest.approx(75 / 3)
-    assert sleepy.calls == 4  # the warm-up call is not timed
-    with pytest.raises(ValueError, match="2 queries, 1 shortlists"):
-        latency(sleepy, ["q1", "q2"], [["a"]])
 
 
 # --- cross-encoder ------------------------------------------------------------------------------
@@ -147,6 +137,15 @@ def test_cross_encoder_batches_and_truncates(cross_encoder_dir):
     np.testing.assert_allclose(many.score("how do I cook paella", passages), scores, atol=1e-5)
     assert scores[2] == pytest.approx(scores[3], abs=1e-6), "text past max_length must be cut off"
     assert scores[0] != pytest.approx(scores[1], abs=1e-6)
+
+
+def test_new_cross_encoder_is_a_model_of_its_own_with_the_same_fresh_head(cross_encoder_dir):
+    first, second = (models.new_cross_encoder(cross_encoder_dir, max_length=32) for _ in range(2))
+    assert first is not second and first is not models.load_cross_encoder(cross_encoder_dir)
+    assert first.max_length == 32
+    pair = [("how do I cook paella", PAELLA)]
+    assert first.predict(pair).shape == (1,)
+    assert first.predict(pair)[0] == second.predict(pair)[0], "torch is seeded before the head is made"
 
 
 # --- late interaction ---------------------------------------------------------------------------
@@ -228,3 +227,15 @@ def test_rerank_head_reorders_only_the_head():
     assert [c.index for c in rerank_head(fake, "q", chunks, depth=10)] == [3, 4, 1, 2, 0]
     with pytest.raises(ValueError, match="depth=0"):
         rerank_head(fake, "q", chunks, depth=0)
+
+
+def test_rerank_rankings_reranks_the_head_of_every_query_and_keys_by_id():
+    chunks = [make_chunk(i, f"passage {i}") for i in range(4)]
+    fake = FixedScores({"passage 0": 0.1, "passage 1": 0.9, "passage 2": 0.5, "passage 3": 9.0})
+    queries = [SimpleNamespace(id="q1/doc", text="a"), SimpleNamespace(id="q1/ticket", text="b")]
+    rankings = {"q1/doc": chunks, "q1/ticket": chunks[::-1], "q2/doc": chunks}
+    out = rerank_rankings(fake, queries, rankings, depth=2)
+    assert list(out) == ["q1/doc", "q1/ticket"]  # one entry per query given, not per ranking
+    assert [c.index for c in out["q1/doc"]] == [1, 0, 2, 3]  # 0.9 over 0.1; 2 and 3 below the cut
+    assert [c.index for c in out["q1/ticket"]] == [3, 2, 1, 0]  # 9.0 over 0.5 already in order
+    assert fake.calls == 2

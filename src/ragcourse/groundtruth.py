@@ -7,12 +7,17 @@ holds queries the corpus cannot answer, `near` the domain or `absurd`.
 
 Everything is validated on load, against the corpus: a needle must occur exactly once in the whole
 corpus (whitespace collapsed), inside the document it names, and never be a section heading.
+
+The needle guard (`find_leaks`) keeps the evaluation out of anything trained: no needle, question,
+ticket (development or held-out) or out-of-domain query may occur in training text. What it leaves
+out: paraphrases; it finds verbatim copies only (whitespace and case ignored).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +27,7 @@ QUESTIONS_FILE = DATA_DIR / "questions.jsonl"
 OUT_OF_DOMAIN_FILE = DATA_DIR / "out_of_domain.jsonl"
 #: Held-out questions for confirmatory tests of methods fixed in advance (never for tuning).
 CONFIRM_FILE = DATA_DIR / "questions_confirm.jsonl"
+QUESTION_FIELDS = ("id", "doc", "needle", "question", "ticket")
 PHRASINGS = ("doc", "ticket")
 KINDS = ("near", "absurd")
 
@@ -128,10 +134,9 @@ def load_questions(path: Path | str = QUESTIONS_FILE, corpus: list[Document] | N
 
         corpus = load_corpus()
     path = Path(path)
-    fields = ("id", "doc", "needle", "question", "ticket")
     questions = []
-    for number, record in _read_records(path, fields):
-        question = Question(**{f: record[f] for f in fields})
+    for number, record in _read_records(path, QUESTION_FIELDS):
+        question = Question(**{f: record[f] for f in QUESTION_FIELDS})
         check_needle(question, corpus, where=f"{path}:{number}: ")
         questions.append(question)
     return questions
@@ -160,3 +165,29 @@ def needle_position(question: Question, corpus: list[Document]) -> float:
     """Where the needle sits in its document, 0 (start) to 1 (end), by collapsed-text offset."""
     doc = collapse(next(d.text for d in corpus if d.id == question.doc))
     return doc.index(collapse(question.needle)) / max(1, len(doc))
+
+
+def evaluation_strings(question_files: Sequence[Path | str] = (QUESTIONS_FILE, CONFIRM_FILE),
+                       out_of_domain_file: Path | str = OUT_OF_DOMAIN_FILE) -> list[str]:
+    """Every needle, question and ticket of `question_files`, then every out-of-domain query.
+
+    Read as the files are (fields checked, needles not looked up), so no corpus is needed: only the
+    text matters to the needle guard.
+    """
+    strings = [record[f] for path in question_files for _, record in _read_records(Path(path), QUESTION_FIELDS)
+               for f in ("needle", "question", "ticket")]
+    return strings + [o.query for o in load_out_of_domain(out_of_domain_file)]
+
+
+def find_leaks(texts: Sequence[str], forbidden: Sequence[str] | None = None) -> list[str]:
+    """The needle guard: the `forbidden` strings that occur in any of `texts`, sorted.
+
+    Whitespace is collapsed and case ignored; `forbidden` defaults to `evaluation_strings()`. Text a
+    model is trained on must give [] here, or the evaluation measures recall of its training data.
+
+    >>> find_leaks(["Lists must\\n  start a NEW paragraph.", "unrelated"], ["a new paragraph", "grid tables"])
+    ['a new paragraph']
+    """
+    forbidden = evaluation_strings() if forbidden is None else forbidden
+    haystack = "\x00".join(collapse(t).lower() for t in texts)  # NUL: no match spans two texts
+    return sorted({s for s in forbidden if collapse(s) and collapse(s).lower() in haystack})

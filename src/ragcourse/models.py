@@ -10,11 +10,14 @@ reader explicitly points an environment variable at a hub name *and* allows netw
 - `RAGCOURSE_ALLOW_DOWNLOAD=1`: lets the Hugging Face hub be reached for a hub name. Off by default.
 
 Chapter 1 explains why; chapter 3 uses the embedder, chapter 5 the reranker, chapter 7 the generator.
+`new_cross_encoder` gives a cross-encoder of its own, uncached, for chapter 5's fine-tuning trial
+(`benchmarks/reranker_train.py`), which trains it and loads its trained tensors into it.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -127,6 +130,27 @@ def load_cross_encoder(source: str):
     from sentence_transformers import CrossEncoder
 
     return CrossEncoder(source, device="cpu")
+
+
+def new_cross_encoder(source: str, max_length: int = 512):
+    """A CrossEncoder of its own (not `load_cross_encoder`'s shared one) with one output logit.
+
+    For training, or for loading trained tensors into. A folder without a trained head (the
+    embedder's MiniLM) gets a fresh head, the same on every run: torch is seeded first.
+    """
+    _offline_unless_allowed()
+    _set_threads()
+    from sentence_transformers import CrossEncoder
+
+    # Loading a SentenceTransformer folder as a CrossEncoder is intended here; the log line saying
+    # so names the local path, which differs between machines.
+    loader = logging.getLogger("sentence_transformers.base.model")
+    level = loader.level
+    loader.setLevel(logging.ERROR)
+    try:
+        return CrossEncoder(source, num_labels=1, max_length=max_length, device="cpu")
+    finally:
+        loader.setLevel(level)
 
 
 def generator_dir() -> Path:

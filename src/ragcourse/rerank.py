@@ -14,10 +14,14 @@ Two rerankers implement the same small `Reranker` protocol:
   which is why it is the offline default (`default_reranker`). Like ColBERT's skiplist, it drops
   punctuation word pieces (on both sides by default), so a "?" or "," does not earn a match.
 
-Left out on purpose: training (`ragcourse.finetune` fine-tunes a cross-encoder, a documented
-negative result in chapter 5), ColBERT's query augmentation with [MASK] tokens and its learned 128-d
-projection (the MiniLM's 384-d vectors are used as they are), and approximate MaxSim indexes
-(PLAID): a shortlist of 25 is scored exactly.
+`rerank` re-sorts one shortlist, `rerank_head` reranks the top of a full ranking and leaves the
+rest in place, and `rerank_rankings` does that for every query of a set, for `evaluation.evaluate`.
+
+Left out on purpose: training (chapter 5's fine-tuned cross-encoder is a documented negative result,
+trained by `benchmarks/reranker_train.py`), LLM judges (`benchmarks/judge_trial.py`), latency
+measurement (`benchmarks/rerank_trial.py`), ColBERT's query augmentation with [MASK] tokens and its
+learned 128-d projection (the MiniLM's 384-d vectors are used as they are), and approximate MaxSim
+indexes (PLAID): a shortlist of 25 is scored exactly.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import os
 import string
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -115,23 +119,24 @@ def rerank_head(reranker: Reranker, query: str, ranked: Sequence[Chunk], depth: 
     return [r.chunk for r in head] + list(ranked[depth:])
 
 
-def latency(reranker: Reranker, queries: Sequence[str], shortlists: Sequence[Sequence[str]],
-            warmup: bool = True) -> float:
-    """Mean wall-clock milliseconds of `reranker.score` per query (time.perf_counter).
+def rerank_rankings(reranker: Reranker, queries: Sequence, rankings: Mapping[str, Sequence[Chunk]],
+                    depth: int = 25) -> dict[str, list[Chunk]]:
+    """Query id -> its ranking from `rankings` with the top `depth` reranked (`rerank_head`).
 
-    With `warmup`, the first query is scored once untimed (lazy loading, first-call allocations).
-    Passages the reranker caches (late interaction) should be indexed beforehand: this measures
-    query time, not index time.
+    `queries` are `groundtruth.Query` objects (anything with `id` and `text`); the result is what
+    `evaluation.evaluate` reads. A toy reranker that prefers longer passages, over four passages:
+
+    >>> from types import SimpleNamespace as Passage
+    >>> class Longest:
+    ...     name, use = "longest", "text"
+    ...     def score(self, query, passages):
+    ...         return np.array([len(p) for p in passages], dtype=float)
+    >>> ranked = [Passage(text=t) for t in ("a", "ccc", "bb", "dddd")]
+    >>> out = rerank_rankings(Longest(), [Passage(id="q1", text="any")], {"q1": ranked}, depth=3)
+    >>> [p.text for p in out["q1"]]  # the top 3 re-sorted; "dddd" sits below the cut and stays
+    ['ccc', 'bb', 'a', 'dddd']
     """
-    if len(queries) != len(shortlists) or not queries:
-        raise ValueError(f"{len(queries)} queries, {len(shortlists)} shortlists: "
-                         "expected as many of each, at least one")
-    if warmup:
-        reranker.score(queries[0], list(shortlists[0]))
-    started = time.perf_counter()
-    for query, passages in zip(queries, shortlists, strict=True):
-        reranker.score(query, list(passages))
-    return 1000 * (time.perf_counter() - started) / len(queries)
+    return {q.id: rerank_head(reranker, q.text, rankings[q.id], depth) for q in queries}
 
 
 # --- cross-encoder -----------------------------------------------------------------------------
@@ -357,56 +362,6 @@ class LateInteractionReranker:
         if len(q) == 0:
             raise ValueError(f"query={query!r} has no tokens: expected some text")
         return maxsim_many(q, self.passage_tokens(passages))
-
-
-# --- a small generator as a judge (optional) -----------------------------------------------------
-
-JUDGE_SYSTEM = "You decide whether a passage answers a question. Reply with yes or no."
-
-
-class SmolJudgeReranker:
-    """Pointwise LLM judge: score = logit("yes") - logit("no") for the next token (SmolLM2-135M).
-
-    Each (query, passage) pair becomes one chat prompt; the passage is cut to `max_length`
-    tokens. Slow (a causal LM forward per pair) and, at 135M parameters, a weak judge: chapter 5
-    measures it (`make judge`) at about the level of a random order. Experimental; never the default.
-    """
-
-    def __init__(self, batch_size: int = 8, max_length: int = 256, use: str = "text") -> None:
-        if batch_size < 1 or max_length < 8:
-            raise ValueError(f"batch_size={batch_size!r}, max_length={max_length!r}: "
-                             "expected batch_size >= 1 and max_length >= 8")
-        self.tokenizer, self.model = models.load_generator()
-        self.name, self.use = "SmolLM2-135M judge", _check_use(use)
-        self.batch_size, self.max_length = batch_size, max_length
-        first = [self.tokenizer.encode(w, add_special_tokens=False)[0] for w in ("yes", "no")]
-        self.yes_id, self.no_id = first
-
-    def prompt(self, query: str, passage: str) -> str:
-        """The chat prompt for one pair, ending where the assistant's answer starts."""
-        ids = self.tokenizer.encode(passage, add_special_tokens=False)[: self.max_length]
-        question = (f"Question: {query}\n\nPassage: {self.tokenizer.decode(ids)}\n\n"
-                    "Does the passage answer the question? Reply yes or no.")
-        messages = [{"role": "system", "content": JUDGE_SYSTEM},
-                    {"role": "user", "content": question}]
-        return self.tokenizer.apply_chat_template(messages, tokenize=False,
-                                                  add_generation_prompt=True)
-
-    def score(self, query: str, passages: list[str]) -> np.ndarray:
-        """yes-minus-no logit per passage, batched with left padding."""
-        import torch
-
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        out = []
-        for start in range(0, len(passages), self.batch_size):
-            prompts = [self.prompt(query, p) for p in passages[start:start + self.batch_size]]
-            batch = self.tokenizer(prompts, return_tensors="pt", padding=True)
-            with torch.inference_mode():
-                logits = self.model(**batch).logits[:, -1, :]
-            out.extend((logits[:, self.yes_id] - logits[:, self.no_id]).tolist())
-        return np.asarray(out, dtype=np.float32)
 
 
 def default_reranker() -> Reranker:

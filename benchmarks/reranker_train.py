@@ -1,19 +1,26 @@
-"""Fine-tuning a compact cross-encoder offline, from the embedder's own MiniLM (chapter 5).
+"""Chapter 5 trial: fine-tuning a compact cross-encoder offline, from the embedder's own MiniLM.
 
-What it implements, from one command (`python -m ragcourse.finetune train`):
+A documented negative result: the model this script trains (`models/reranker/`, see its
+`MODEL_CARD.md`) ranks the hybrid shortlist worse than a random order. The package does not ship it
+and does not import this script; chapter 5 reads the ranks this script stores.
+
+Commands (`python benchmarks/reranker_train.py COMMAND`; `make reranker-train` runs train, then ranks):
 
 1. `fetch`: download the pinned sdists of `data/training.lock.json` with pip (setup time only)
-   and check each against its sha256.
+   and check each against its sha256 (`make training-sources`).
 2. `build`: read the locked files (Django, SQLAlchemy, Celery and Scrapy FAQ/how-to pages) straight
    from the tarballs, split them into sections with a small title-underline parser, and turn
    question titles ("Why ...?", "How to X" -> "How do I X?") into queries. The positive passage is
    that section's body; the negatives are the 4 best other passages by BM25 plus 1 random one.
    The pairs are written as JSONL under `data/training/`; their sha256 is deterministic.
-3. `check`: the needle guard. Nothing in the training text may contain a ground-truth needle,
-   question, ticket or out-of-domain query (the evaluation questions are never trained on).
+3. `check`: the needle guard (`ragcourse.groundtruth.find_leaks`). Nothing in the training text may
+   contain a ground-truth needle, question, ticket or out-of-domain query.
 4. `train`: fetch + build + check, then train layers 4-5, the pooler and a fresh one-logit head
    of all-MiniLM-L6-v2 with binary cross-entropy, and store only those tensors as fp16
    safetensors (~7 MB) in `models/reranker/` with a manifest. `load_reranker` rebuilds the model.
+5. `ranks`: rerank the hybrid top 25 of the 64 development queries with the stored model and write,
+   per query, the needle's rank before and after (and what chapter 5 quotes from the manifest) to
+   `benchmarks/results/finetuned.json`. Chapter 5 checks those hybrid ranks against the live ones.
 
 What it leaves out: docutils' parser (these are Sphinx sources; a regex pass strips the common
 markup and keeps the words), distillation from a larger reranker, hyperparameter search (the
@@ -25,8 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
+import platform
 import random
 import re
 import sys
@@ -39,21 +46,26 @@ from pathlib import Path
 
 import numpy as np
 
-from . import models
-from .bm25 import BM25
-from .corpus import DATA_DIR, collapse, sha256_file
-from .corpus_build import pip_download
-from .dense import model_fingerprint
-from .rerank import CrossEncoderReranker
+from ragcourse import models, pipeline
+from ragcourse.bm25 import BM25
+from ragcourse.corpus import DATA_DIR, collapse, sha256_file
+from ragcourse.corpus_build import pip_download
+from ragcourse.dense import model_fingerprint
+from ragcourse.evaluation import first_hit_rank
+from ragcourse.groundtruth import find_leaks, load_questions, queries
+from ragcourse.rerank import CrossEncoderReranker, rerank_rankings
 
+ROOT = Path(__file__).resolve().parents[1]
 LOCK_PATH = DATA_DIR / "training.lock.json"
 TRAINING_DIR = DATA_DIR / "training"
 SOURCES_DIR = TRAINING_DIR / "sources"
 PAIRS_PATH = TRAINING_DIR / "pairs.jsonl"
-MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "reranker"
+MODEL_DIR = ROOT / "models" / "reranker"
+RESULTS = ROOT / "benchmarks" / "results" / "finetuned.json"
 WEIGHTS_FILE = "reranker.safetensors"
 MANIFEST_FILE = "manifest.json"
-COMMAND = "python -m ragcourse.finetune train"
+COMMAND = "python benchmarks/reranker_train.py train"
+SHORTLIST = 25  # chapter 5's shortlist, fixed before any evaluation
 
 #: Parameter-name prefixes (of BertForSequenceClassification) that are trained and stored.
 TRAINED_PREFIXES = ("bert.encoder.layer.4.", "bert.encoder.layer.5.", "bert.pooler.", "classifier.")
@@ -132,7 +144,7 @@ def verify_source(source: Source, path: Path) -> Path:
     """Raise TrainingDataError unless `path` exists and has the pinned sha256."""
     if not path.is_file():
         raise TrainingDataError(f"{source.filename} not found at {path}; run "
-                                "`python -m ragcourse.finetune fetch` (or `make reranker-train`)")
+                                "`python benchmarks/reranker_train.py fetch` (or `make training-sources`)")
     actual = sha256_file(path)
     if actual != source.sha256:
         raise TrainingDataError(f"{path} has sha256 {actual}, expected {source.sha256}; "
@@ -336,66 +348,18 @@ def pair_counts(pairs: Sequence[Pair]) -> dict:
             "negatives": sum(1 - p.label for p in pairs), "queries_per_source": dict(sorted(per_source.items()))}
 
 
-# --------------------------------------------------------------------------- needle guard
-
-def evaluation_strings() -> list[str]:
-    """Every needle, question, ticket and out-of-domain query of the ground truth.
-
-    A held-out confirmation file (`groundtruth.CONFIRM_FILE`), when present, is guarded too; its
-    strings are read as they are, since only their text matters here.
-    """
-    from . import groundtruth
-
-    strings = [s for q in groundtruth.load_questions() for s in (q.needle, q.question, q.ticket)]
-    strings += [o.query for o in groundtruth.load_out_of_domain()]
-    confirm = getattr(groundtruth, "CONFIRM_FILE", None)
-    if confirm is not None and Path(confirm).is_file():
-        for line in Path(confirm).read_text(encoding="utf-8").splitlines():
-            record = json.loads(line) if line.strip() else {}
-            strings += [record[f] for f in ("needle", "question", "ticket") if isinstance(record.get(f), str)]
-    return strings
-
-
-def find_leaks(texts: Sequence[str], forbidden: Sequence[str]) -> list[str]:
-    """The forbidden strings that occur (whitespace collapsed, case-insensitive) in any text.
-
-    `find_leaks(["Lists must  start a NEW paragraph."], ["a new paragraph", "tables"])`
-    -> ["a new paragraph"].
-    """
-    haystack = "\x00".join(collapse(t).lower() for t in texts)
-    return sorted({s for s in forbidden if collapse(s) and collapse(s).lower() in haystack})
-
-
 def check_no_leaks(pairs: Sequence[Pair], forbidden: Sequence[str] | None = None) -> None:
-    """Raise TrainingDataError listing every evaluation string found in a training query or passage."""
-    forbidden = evaluation_strings() if forbidden is None else forbidden
-    texts = sorted({p.query for p in pairs} | {p.passage for p in pairs})
-    leaks = find_leaks(texts, forbidden)
+    """Raise TrainingDataError listing every evaluation string found in a training query or passage.
+
+    `forbidden` defaults to `ragcourse.groundtruth.evaluation_strings()`.
+    """
+    leaks = find_leaks(sorted({p.query for p in pairs} | {p.passage for p in pairs}), forbidden)
     if leaks:
         raise TrainingDataError(f"refusing to train: {len(leaks)} evaluation strings occur in the "
                                 f"training data: {leaks}")
 
 
-# --------------------------------------------------------------------------- model
-
-def _base_model(max_length: int):
-    """A CrossEncoder on the embedder wheel's MiniLM with a fresh one-logit head, and its spec."""
-    models._offline_unless_allowed()
-    models._set_threads()  # 2 threads, torch.manual_seed(0): the fresh head is the same every time
-    from sentence_transformers import CrossEncoder
-
-    spec = models.embedder_spec()
-    # Loading a SentenceTransformer folder as a CrossEncoder is the point here; its log line (which
-    # names the local path) is noise, and it would differ between machines in stored outputs.
-    loader = logging.getLogger("sentence_transformers.base.model")
-    level = loader.level
-    loader.setLevel(logging.ERROR)
-    try:
-        model = CrossEncoder(spec.source, num_labels=1, max_length=max_length, device="cpu")
-    finally:
-        loader.setLevel(level)
-    return model, spec
-
+# --------------------------------------------------------------------------- training
 
 def trainable(name: str) -> bool:
     """Is this parameter trained (and stored)? `trainable("bert.encoder.layer.5.output.dense.bias")` -> True."""
@@ -413,24 +377,32 @@ def _show_bar() -> bool:
     return os.environ.get("RAGCOURSE_PROGRESS") != "0"
 
 
-def train(pairs: Sequence[Pair], config: TrainConfig = TrainConfig()) -> tuple[object, list[float]]:
-    """Fine-tune layers 4-5, pooler and head with BCE-with-logits; returns (model, loss per step)."""
+def _optimizer(net, config: TrainConfig, steps: int):
+    """AdamW over the trainable parameters (the rest frozen), with linear warm-up then linear decay."""
     import torch
-    from tqdm.auto import tqdm
 
-    model, _ = _base_model(config.max_length)
-    torch.manual_seed(config.seed)
-    torch.set_num_threads(config.threads)
-    net, tokenizer = model.transformers_model, model.tokenizer
     params = []
     for name, param in net.named_parameters():
         param.requires_grad_(trainable(name))
         params += [param] if param.requires_grad else []
     optimizer = torch.optim.AdamW(params, lr=config.lr)
-    steps = config.epochs * -(-len(pairs) // config.batch_size)
     warmup = max(1, int(config.warmup_fraction * steps))
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    return optimizer, schedule
+
+
+def train(pairs: Sequence[Pair], config: TrainConfig = TrainConfig()) -> tuple[object, list[float]]:
+    """Fine-tune layers 4-5, pooler and head with BCE-with-logits; returns (model, loss per step)."""
+    import torch
+    from tqdm.auto import tqdm
+
+    model = models.new_cross_encoder(models.embedder_spec().source, config.max_length)
+    torch.manual_seed(config.seed)
+    torch.set_num_threads(config.threads)
+    net, tokenizer = model.transformers_model, model.tokenizer
+    steps = config.epochs * -(-len(pairs) // config.batch_size)
+    optimizer, schedule = _optimizer(net, config, steps)
     loss_fn, generator = torch.nn.BCEWithLogitsLoss(), torch.Generator().manual_seed(config.seed)
     losses: list[float] = []
     net.train()
@@ -504,8 +476,8 @@ def verify_weights(folder: Path | None = None) -> Path:
 class FineTunedReranker(CrossEncoderReranker):
     """The fine-tuned MiniLM cross-encoder; scoring is `CrossEncoderReranker.score`, unchanged.
 
-    Built from its own CrossEncoder (not the shared `models.load_cross_encoder` cache, which loads
-    a folder as it is: the base folder has no one-logit head).
+    Built from its own CrossEncoder (`models.new_cross_encoder`), not the shared
+    `models.load_cross_encoder` cache, which loads a folder as it is: the base folder has no head.
     """
 
     def __init__(self, model, name: str, max_length: int, batch_size: int = 32, use: str = "text") -> None:
@@ -524,7 +496,7 @@ def load_reranker(folder: Path | None = None, use: str = "text") -> FineTunedRer
     path = verify_weights(folder)
     manifest = read_manifest(folder)
     max_length = int(manifest["hyperparameters"]["max_length"])
-    model, _ = _base_model(max_length)
+    model = models.new_cross_encoder(models.embedder_spec().source, max_length)
     tensors = {k: v.to(torch.float32) for k, v in load_file(str(path)).items()}
     expected = {k for k, _ in model.transformers_model.state_dict().items() if trainable(k)}
     if set(tensors) != expected:
@@ -534,6 +506,38 @@ def load_reranker(folder: Path | None = None, use: str = "text") -> FineTunedRer
     model.eval()
     return FineTunedReranker(model, name=f"fine-tuned MiniLM cross-encoder ({folder.name})",
                              max_length=max_length, use=use)
+
+
+# --------------------------------------------------------------------------- ranks for chapter 5
+
+def rank_rows(reranker, retriever, qs: Sequence, depth: int = SHORTLIST) -> list[dict]:
+    """Per query: the needle's rank in the hybrid ranking and after `reranker` reranked its top `depth`."""
+    hybrid = retriever.rankings(qs, "hybrid")
+    reranked = rerank_rankings(reranker, qs, hybrid, depth)
+    return [{"query": q.id, "hybrid_rank": first_hit_rank(hybrid[q.id], q.needle),
+             "finetuned_rank": first_hit_rank(reranked[q.id], q.needle)} for q in qs]
+
+
+def write_ranks(out: Path | None = None) -> dict:
+    """Rerank the 64 development queries with the stored model; write the ranks and its record to `out`."""
+    import torch
+
+    out = Path(out) if out is not None else RESULTS
+    reranker, manifest = load_reranker(), read_manifest()
+    retriever, qs = pipeline.build("E"), queries(load_questions())
+    started = time.perf_counter()
+    rows = rank_rows(reranker, retriever, qs)
+    seconds = time.perf_counter() - started
+    record = {
+        "reranker": reranker.name, "model": MODEL_DIR.relative_to(ROOT).as_posix(),
+        "weights_sha256": manifest["weights"]["sha256"], "base_model": manifest["base_model"],
+        "training_data": manifest["training_data"], "mean_loss": manifest["mean_loss"],
+        "command": manifest["command"], "shortlist": SHORTLIST, "strategy": "E", "queries": len(qs),
+        "seconds": round(seconds, 1), "seconds_per_query": round(seconds / len(qs), 2),
+        "machine": f"{platform.machine()}, {torch.get_num_threads()} torch thread(s)", "rows": rows}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return record
 
 
 # --------------------------------------------------------------------------- command line
@@ -585,30 +589,38 @@ def _cmd_train(folder: Path, config: TrainConfig = TrainConfig()) -> None:
     print(json.dumps(manifest, indent=2))
 
 
+def _run(args: argparse.Namespace) -> None:
+    if args.command == "fetch":
+        for source in read_lock():
+            print(f"{fetch_source(source)}: sha256 OK")
+    elif args.command == "build":
+        pairs, sha = build()
+        print(f"{PAIRS_PATH}: {pair_counts(pairs)}; sha256 {sha}")
+    elif args.command == "check":
+        pairs = read_pairs() if PAIRS_PATH.is_file() else build()[0]
+        check_no_leaks(pairs)
+        print(f"no evaluation string occurs in {len(pairs)} training pairs")
+    elif args.command == "train":
+        _cmd_train(args.out, TrainConfig(lr=args.lr, epochs=args.epochs))
+    else:
+        record = write_ranks()
+        print(f"wrote {RESULTS} ({record['seconds']:.0f} s, {record['queries']} queries)")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m ragcourse.finetune {fetch,build,check,train}`."""
-    parser = argparse.ArgumentParser(prog="python -m ragcourse.finetune", description=__doc__,
+    """`python benchmarks/reranker_train.py {fetch,build,check,train,ranks}`."""
+    parser = argparse.ArgumentParser(prog="python benchmarks/reranker_train.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["fetch", "build", "check", "train"])
-    parser.add_argument("--out", type=Path, default=MODEL_DIR, help="where `train` writes the model")
+    parser.add_argument("command", choices=["fetch", "build", "check", "train", "ranks"])
+    parser.add_argument("--out", type=Path, default=MODEL_DIR,
+                        help="where `train` writes the model (`ranks` reads models/reranker)")
     parser.add_argument("--lr", type=float, default=TrainConfig.lr, help="AdamW learning rate for `train`")
     parser.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="epochs for `train`")
     args = parser.parse_args(argv)
     if args.lr <= 0 or args.epochs < 1:
         parser.error(f"--lr {args.lr} --epochs {args.epochs}: expected lr > 0 and epochs >= 1")
     try:
-        if args.command == "fetch":
-            for source in read_lock():
-                print(f"{fetch_source(source)}: sha256 OK")
-        elif args.command == "build":
-            pairs, sha = build()
-            print(f"{PAIRS_PATH}: {pair_counts(pairs)}; sha256 {sha}")
-        elif args.command == "check":
-            pairs = read_pairs() if PAIRS_PATH.is_file() else build()[0]
-            check_no_leaks(pairs)
-            print(f"no evaluation string occurs in {len(pairs)} training pairs")
-        else:
-            _cmd_train(args.out, TrainConfig(lr=args.lr, epochs=args.epochs))
+        _run(args)
     except (TrainingDataError, RerankerFilesError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

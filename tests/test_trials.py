@@ -1,0 +1,208 @@
+"""Chapter 5's trial scripts in benchmarks/: the fine-tuning script, its stored model and ranks, latency.
+
+The package never imports these scripts, so they are loaded here by path. Nothing here needs the
+training sdists (`make training-sources`): the parser is tested on hand-written reST, the model and
+the ranks on what is committed (`models/reranker/`, `benchmarks/results/finetuned.json`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragcourse.corpus import sha256_file
+from ragcourse.groundtruth import evaluation_strings
+from ragcourse.rerank import Reranker
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_script(name: str):
+    """Import `benchmarks/<name>.py` as module `name` (registered, as dataclasses need)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+train = load_script("reranker_train")
+trial = load_script("rerank_trial")
+
+
+class FixedScores:
+    """A fake reranker: one score per passage, counting its calls."""
+
+    name, use = "fixed", "text"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def score(self, query, passages):
+        self.calls += 1
+        return np.ones(len(passages))
+
+
+# --- latency (rerank_trial) ----------------------------------------------------------------------
+
+
+def test_latency_is_milliseconds_per_query_after_one_warmup_call(monkeypatch):
+    # A fake clock: the timed loop starts at 10.000 s and ends at 10.075 s, so 75 ms over 3 queries.
+    clock = iter([10.000, 10.075])
+    monkeypatch.setattr(trial.time, "perf_counter", lambda: next(clock))
+    fake = FixedScores()
+    assert trial.latency(fake, ["q1", "q2", "q3"], [["a"], ["a"], ["a"]]) == pytest.approx(75 / 3)
+    assert fake.calls == 4  # the warm-up call is not timed
+    with pytest.raises(ValueError, match="2 queries, 1 shortlists"):
+        trial.latency(fake, ["q1", "q2"], [["a"]])
+
+
+# --- parsing the training sources (reranker_train) -----------------------------------------------
+
+
+def test_split_sections_titles_bodies_and_markup():
+    text = (".. _top:\n\n=====\nGuide\n=====\n\nSee :ref:`the intro <intro>` first::\n\n    code()\n\n"
+            "Why is it slow?\n---------------\n\n.. code-block:: python\n   :linenos:\n\n"
+            "   run(``x``)\n\nUse `the cache <https://example.org>`_ and **care**.\n")
+    sections = train.split_sections(text, "pkg", "docs/a.txt")
+    assert [(s.title, s.body) for s in sections] == [
+        ("Guide", "See the intro first: code()"),
+        ("Why is it slow?", "run(x) Use the cache and care."),
+    ]
+    assert {s.doc_title for s in sections} == {"Guide"}
+
+
+def test_a_short_underline_is_not_a_title():
+    assert [s.title for s in train.split_sections("Long title here\n===\nbody\n")] == []
+
+
+def test_strip_inline_keeps_the_words():
+    assert train.strip_inline(":class:`~a.B` calls ``f()`` via `Site <http://a>`_") == "a.B calls f() via Site"
+
+
+@pytest.mark.parametrize(("title", "query"), [
+    ("Why does it hang?", "Why does it hang?"),
+    ("How to write custom lookups", "How do I write custom lookups?"),
+    ("how do I  purge tasks", "How do I purge tasks?"),
+    ("Writing custom lookups", None),
+])
+def test_title_query(title, query):
+    assert train.title_query(title) == query
+
+
+def test_glob_regex_single_star_stays_in_one_folder():
+    assert train.glob_regex("docs/*.txt").fullmatch("docs/a.txt")
+    assert not train.glob_regex("docs/*.txt").fullmatch("docs/x/a.txt")
+    assert train.glob_regex("docs/**/*.txt").fullmatch("docs/x/y/a.txt")
+    assert train.glob_regex("docs/**/*.txt").fullmatch("docs/a.txt")
+
+
+def test_training_refuses_pairs_that_hold_an_evaluation_string():
+    needle = evaluation_strings()[0]
+    clean = [train.Pair("How do I purge tasks?", "Use the purge command of the worker.", 1, "toy", "positive")]
+    train.check_no_leaks(clean)  # clean data passes
+    planted = train.Pair("q?", "Preamble. " + needle.upper().replace(" ", "\n  "), 0, "toy", "bm25")
+    with pytest.raises(train.TrainingDataError, match="1 evaluation strings") as caught:
+        train.check_no_leaks([*clean, planted])
+    assert needle in str(caught.value)
+
+
+# --- the stored model ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def manifest():
+    return train.read_manifest()
+
+
+def test_stored_weights_match_the_manifest(manifest):
+    path = train.verify_weights()
+    assert sha256_file(path) == manifest["weights"]["sha256"]
+    assert path.stat().st_size == manifest["weights"]["bytes"]
+
+
+def test_a_corrupted_copy_is_refused(tmp_path):
+    copy = tmp_path / "reranker"
+    shutil.copytree(train.MODEL_DIR, copy)
+    weights = copy / train.WEIGHTS_FILE
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(train.RerankerFilesError, match="sha256"):
+        train.load_reranker(copy)
+
+
+def test_a_missing_folder_or_other_base_model_is_refused(tmp_path):
+    with pytest.raises(train.RerankerFilesError, match="does not hold"):
+        train.load_reranker(tmp_path / "nowhere")
+    copy = tmp_path / "reranker"
+    shutil.copytree(train.MODEL_DIR, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["base_model"]["fingerprint"] = "0" * 16
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(train.RerankerFilesError, match="fingerprint"):
+        train.verify_weights(copy)
+
+
+@pytest.fixture(scope="module")
+def tuned():
+    return train.load_reranker()
+
+
+def test_loaded_reranker_prefers_the_relevant_passage(tuned):
+    """A cooking question (nothing like the corpus or the training FAQs): the on-topic answer must win.
+
+    This shows the trained head ranks an answer above an unrelated passage; it says nothing about
+    how well it ranks near-misses, which is what the chapter's evaluation measures.
+    """
+    assert isinstance(tuned, Reranker) and tuned.use == "text"
+    scores = tuned.score("How long should sourdough bread dough rise before baking?", [
+        "The Nile flows north through eleven countries and empties into the Mediterranean Sea.",
+        "Let sourdough bread dough rise for four to six hours at room temperature, until it has "
+        "roughly doubled, before you shape it and bake it in a hot oven.",
+    ])
+    assert scores.shape == (2,) and np.isfinite(scores).all()
+    assert scores[1] > scores[0]
+
+
+# --- the stored ranks that chapter 5 reads -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def stored():
+    return json.loads(train.RESULTS.read_text(encoding="utf-8"))
+
+
+def test_stored_ranks_belong_to_the_stored_model(stored, manifest):
+    assert stored["weights_sha256"] == manifest["weights"]["sha256"]
+    assert stored["training_data"] == manifest["training_data"]
+    assert (stored["training_data"]["queries"], stored["training_data"]["pairs"]) == (172, 6 * 172)
+    assert stored["shortlist"] == 25 and stored["queries"] == len(stored["rows"]) == 64
+
+
+def test_stored_ranks_move_only_inside_the_shortlist(stored):
+    judge = json.loads((BENCHMARKS / "results" / "judge.json").read_text(encoding="utf-8"))
+    assert [(r["query"], r["hybrid_rank"]) for r in stored["rows"]] == \
+        [(r["query"], r["hybrid_rank"]) for r in judge["rows"]], "both trials rerank the same hybrid ranking"
+    for row in stored["rows"]:
+        before, after = row["hybrid_rank"], row["finetuned_rank"]
+        assert after == before if before > 25 else 1 <= after <= 25, row
+
+
+def test_stored_ranks_match_a_live_rerun_on_four_queries(stored, tuned, corpus):
+    """The model reranks four queries again, live: their ranks must equal the stored ones."""
+    from ragcourse import pipeline
+    from ragcourse.groundtruth import load_questions, queries
+
+    by_id = {q.id: q for q in queries(load_questions(corpus=corpus))}
+    moved = [r for r in stored["rows"] if r["hybrid_rank"] != r["finetuned_rank"]][:4]
+    retriever = pipeline.build("E", corpus=corpus)
+    live = train.rank_rows(tuned, retriever, [by_id[r["query"]] for r in moved])
+    assert live == moved
