@@ -80,7 +80,7 @@ class SmolJudgeReranker:
 
 def main() -> None:
     retriever = pipeline.build("E")
-    chunks, qs = retriever.chunks, queries(load_questions())
+    chunks, qs = retriever.chunks, queries(load_questions(subset="original"))
     judge = SmolJudgeReranker()
     torch.set_num_threads(1)  # two threads that wait on each other are slower on a shared 2-core machine
     rows, started = [], time.perf_counter()

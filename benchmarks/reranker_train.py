@@ -524,7 +524,7 @@ def write_ranks(out: Path | None = None) -> dict:
 
     out = Path(out) if out is not None else RESULTS
     reranker, manifest = load_reranker(), read_manifest()
-    retriever, qs = pipeline.build("E"), queries(load_questions())
+    retriever, qs = pipeline.build("E"), queries(load_questions(subset="original"))
     started = time.perf_counter()
     rows = rank_rows(reranker, retriever, qs)
     seconds = time.perf_counter() - started

@@ -416,3 +416,48 @@ def test_sweep_respects_k_when_the_needle_is_beyond_it():
 def test_sweep_needs_cuts():
     with pytest.raises(ValueError, match="cuts"):
         sweep([], [], cuts=[])
+
+
+def test_per_question_averages_the_phrasings():
+    from ragcourse.evaluation import per_question
+
+    per_query = pd.DataFrame({"query": ["q1/doc", "q1/ticket", "q2/doc", "q2/ticket"],
+                              "rr": [1.0, 0.5, 0.25, 0.0], "hit@1": [True, False, False, False]})
+    assert per_question(per_query).tolist() == [0.75, 0.125]
+    assert per_question(per_query, "hit@1").tolist() == [0.5, 0.0]
+    with pytest.raises(ValueError, match="column='mrr'"):
+        per_question(per_query, "mrr")
+
+
+def test_mean_interval_is_the_t_interval_written_out():
+    from ragcourse.evaluation import mean_interval
+
+    values = [0.2, 0.4, 0.9, 0.5]
+    mean, sd = 0.5, math.sqrt(((0.3**2) + (0.1**2) + (0.4**2) + 0) / 3)
+    half = 3.182446305284263 * sd / 2  # t(0.975, 3) = 3.1824...
+    low, high = mean_interval(values)
+    assert low == pytest.approx(mean - half) and high == pytest.approx(mean + half)
+
+
+def test_smallest_detectable_difference_and_questions_needed():
+    from ragcourse.evaluation import questions_needed, smallest_detectable
+
+    z = 1.959963984540054 + 0.8416212335729143  # z(0.975) + z(0.80)
+    assert smallest_detectable(0.25, 210) == pytest.approx(z * 0.25 / math.sqrt(210))
+    assert questions_needed(0.25, 0.05) == math.ceil((z * 0.25 / 0.05) ** 2) == 197
+    assert smallest_detectable(0.25, questions_needed(0.25, 0.05)) <= 0.05
+    with pytest.raises(ValueError):
+        questions_needed(0.25, 0.0)
+
+
+def test_detectable_compares_questions_not_queries():
+    from ragcourse.evaluation import detectable
+
+    a = pd.DataFrame({"query": ["q1/doc", "q1/ticket", "q2/doc", "q2/ticket", "q3/doc", "q3/ticket"],
+                      "rr": [1.0, 1.0, 0.5, 0.5, 1.0, 0.0]})
+    b = a.assign(rr=[0.5, 0.5, 0.5, 0.5, 0.0, 0.0])
+    result = detectable(a, b)
+    # per-question differences: 0.5, 0.0, 0.5
+    assert result.n == 3 and result.difference == pytest.approx(1 / 3)
+    assert result.sd == pytest.approx(math.sqrt(((1 / 6) ** 2 * 2 + (1 / 3) ** 2) / 2))
+    assert result.p == 0.5  # exact: 4 of the 8 sign patterns give |sum| >= 1.0 (the 0 difference cannot move)

@@ -93,10 +93,12 @@ def test_out_of_domain_kinds(tmp_path):
 
 def test_the_committed_ground_truth_is_valid(corpus):
     questions = load_questions(corpus=corpus)
-    assert len(questions) == 32
-    assert len(queries(questions)) == 64
-    assert {q.doc for q in questions} == {d.id for d in corpus}, "every document is asked about"
-    positions = [needle_position(q, corpus) for q in questions]
+    original = load_questions(corpus=corpus, subset="original")
+    assert len(original) == 32 and [q.id for q in original] == [f"q{i:02d}" for i in range(1, 33)]
+    assert len(questions) == 210 and questions[:32] == original
+    assert len(queries(questions)) == 420
+    assert {q.doc for q in original} == {d.id for d in corpus}, "every document is asked about"
+    positions = [needle_position(q, corpus) for q in original]
     assert min(positions) < 0.2 and max(positions) > 0.8, "needles from beginnings and ends"
     ood = load_out_of_domain()
     assert len(ood) == 30
@@ -118,9 +120,10 @@ def test_evaluation_strings_are_needle_question_ticket_then_out_of_domain(tmp_pa
 
 
 def test_the_guard_covers_every_committed_evaluation_string():
-    # 32 development and 32 held-out questions, three strings each, and 30 out-of-domain queries
+    # 32 original + 178 added development questions and 32 held-out ones, three strings each,
+    # and 30 out-of-domain queries
     strings = evaluation_strings()
-    assert len(strings) == 3 * 32 + 3 * 32 + 30
+    assert len(strings) == 3 * 32 + 3 * 178 + 3 * 32 + 30
     assert "How do I set up intersphinx so my Sphinx docs can link to classes in the Python standard " \
            "library documentation?" in strings
 
@@ -137,3 +140,15 @@ def test_find_leaks_catches_a_planted_needle():
     clean = ["How do I purge tasks?", "Use the purge command of the worker."]
     assert find_leaks(clean) == []
     assert find_leaks([*clean, planted]) == [needle]
+
+
+def test_subsets_are_checked_and_files_may_not_share_ids(tmp_path, corpus, monkeypatch):
+    with pytest.raises(ValueError, match=r"subset='dev': expected one of \['all', 'original'\]"):
+        load_questions(corpus=corpus, subset="dev")
+    from ragcourse import groundtruth
+
+    copy = tmp_path / "added.jsonl"
+    copy.write_text(groundtruth.QUESTIONS_FILE.read_text(encoding="utf-8").splitlines()[0] + "\n")
+    monkeypatch.setattr(groundtruth, "ADDED_FILE", copy)
+    with pytest.raises(GroundTruthError, match=r"ids \['q01'\] occur in more than one file"):
+        load_questions(corpus=corpus)

@@ -201,7 +201,7 @@ def test_stored_ranks_match_a_live_rerun_on_four_queries(stored, tuned, corpus):
     from ragcourse import pipeline
     from ragcourse.groundtruth import load_questions, queries
 
-    by_id = {q.id: q for q in queries(load_questions(corpus=corpus))}
+    by_id = {q.id: q for q in queries(load_questions(corpus=corpus, subset="original"))}
     moved = [r for r in stored["rows"] if r["hybrid_rank"] != r["finetuned_rank"]][:4]
     retriever = pipeline.build("E", corpus=corpus)
     live = train.rank_rows(tuned, retriever, [by_id[r["query"]] for r in moved])

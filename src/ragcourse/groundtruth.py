@@ -1,6 +1,7 @@
 """The ground truth: questions answered by verbatim needles, and queries that should retrieve nothing (chapter 1).
 
-`data/questions.jsonl` holds one question per line: an id, the document it comes from, a needle (a
+`data/questions.jsonl` holds the original chapter's 32 questions and `data/questions_added.jsonl` 178
+more (`load_questions(subset=...)`), one question per line: an id, the document it comes from, a needle (a
 short sentence copied verbatim from that document), and the question asked twice: as documentation
 English (`question`) and as a support ticket would put it (`ticket`). `data/out_of_domain.jsonl`
 holds queries the corpus cannot answer, `near` the domain or `absurd`.
@@ -23,7 +24,12 @@ from pathlib import Path
 
 from .corpus import DATA_DIR, Document, collapse
 
+#: The original chapter's 32 questions: kept apart, so tables that replicate it use as many questions.
 QUESTIONS_FILE = DATA_DIR / "questions.jsonl"
+#: 178 more, written document by document without running retrieval, so that comparisons can decide.
+ADDED_FILE = DATA_DIR / "questions_added.jsonl"
+#: What `load_questions` can return when no file is named.
+SUBSETS = ("all", "original")
 OUT_OF_DOMAIN_FILE = DATA_DIR / "out_of_domain.jsonl"
 #: Held-out questions for confirmatory tests of methods fixed in advance (never for tuning).
 CONFIRM_FILE = DATA_DIR / "questions_confirm.jsonl"
@@ -127,12 +133,26 @@ def check_needle(question: Question, corpus: list[Document], where: str = "") ->
         raise GroundTruthError(f"{where}{question.id}: needle is (part of) a section heading: {needle!r}")
 
 
-def load_questions(path: Path | str = QUESTIONS_FILE, corpus: list[Document] | None = None) -> list[Question]:
-    """The validated questions, in file order; `corpus` defaults to `load_corpus()`."""
+def load_questions(path: Path | str | None = None, corpus: list[Document] | None = None,
+                   subset: str = "all") -> list[Question]:
+    """The validated questions of `path`, in file order; `corpus` defaults to `load_corpus()`.
+
+    Without a `path`, the ground truth: `subset="all"` is the original 32 then the added ones, and
+    `subset="original"` the original chapter's 32 alone.
+    """
+    if subset not in SUBSETS:
+        raise ValueError(f"subset={subset!r}: expected one of {list(SUBSETS)}")
     if corpus is None:
         from .corpus import load_corpus
 
         corpus = load_corpus()
+    if path is None:
+        paths = [QUESTIONS_FILE] if subset == "original" else [QUESTIONS_FILE, ADDED_FILE]
+        questions = [q for p in paths for q in load_questions(p, corpus)]
+        shared = sorted(i for i, n in Counter(q.id for q in questions).items() if n > 1)
+        if shared:
+            raise GroundTruthError(f"{[str(p) for p in paths]}: ids {shared} occur in more than one file")
+        return questions
     path = Path(path)
     questions = []
     for number, record in _read_records(path, QUESTION_FIELDS):
@@ -167,7 +187,7 @@ def needle_position(question: Question, corpus: list[Document]) -> float:
     return doc.index(collapse(question.needle)) / max(1, len(doc))
 
 
-def evaluation_strings(question_files: Sequence[Path | str] = (QUESTIONS_FILE, CONFIRM_FILE),
+def evaluation_strings(question_files: Sequence[Path | str] = (QUESTIONS_FILE, ADDED_FILE, CONFIRM_FILE),
                        out_of_domain_file: Path | str = OUT_OF_DOMAIN_FILE) -> list[str]:
     """Every needle, question and ticket of `question_files`, then every out-of-domain query.
 
