@@ -86,14 +86,13 @@ def rounded(value: Any, decimals: int = PUBLISHED) -> Any:
     return value
 
 
-def glue(name: str, value: Any, decimals: int = PUBLISHED, display: bool = False) -> Any:
-    """Store `value`, rounded to `decimals` places, for the book's `{glue}` roles; returns it rounded.
+def glue(name: str, value: Any, decimals: int = PUBLISHED, display: bool = False) -> None:
+    """Store `value`, rounded to `decimals` places, for the book's `{glue}` roles.
 
     The book's pages quote numbers through myst-nb's glue; rounding here, at the source, means the
-    stored output is what the prose shows and is the same on every machine.
+    stored output is what the prose shows and is the same on every machine. Returns None, like
+    myst-nb's own glue, so a cell that ends with it shows no output.
     """
     from myst_nb import glue as myst_glue
 
-    value = rounded(value, decimals)
-    myst_glue(name, value, display=display)
-    return value
+    myst_glue(name, rounded(value, decimals), display=display)
