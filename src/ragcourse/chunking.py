@@ -18,15 +18,17 @@ A chunk's `section` is the title of the `## ` section its first character lies i
 from `ragcourse.corpus.sections` (re-exported here), the one rule the book uses: a `## ` line inside
 fenced code is code, not a heading.
 
-Strategies (the seed's letters): A blind, B blind+overlap, C boundaries, D boundaries+overlap,
+Strategies (the original chapter's letters): A blind, B blind+overlap, C boundaries, D boundaries+overlap,
 E boundaries+header, F boundaries+header+overlap.
 
-The boundary rule follows the seed's TypeScript `chunkDocument` (tests/seed_chunker.py transcribes
-it as a test oracle), with these deliberate deviations:
-- text before a document's first `## ` heading is kept, as a section titled "" (the seed drops it);
+The boundary rule follows the original chapter's TypeScript `chunkDocument` (transcribed in the tests
+as a test oracle), with these deliberate deviations:
+- text before a document's first `## ` heading is kept, as a section titled "" (the original
+  chapter drops it);
 - a `## ` heading on the document's last line, without a newline, is skipped like any other
-  heading (the seed would emit it as content);
-- a `## ` line inside fenced code (``` or ~~~) is not a heading (the seed would start a section);
+  heading (the original chapter would emit it as content);
+- a `## ` line inside fenced code (``` or ~~~) is not a heading (the original chapter would start
+  a section);
 - "\\r\\n" counts as one line break, so CRLF documents split into paragraphs like LF ones;
 - "whitespace" is Python's (`str.strip`, `\\s`), not JavaScript's; the two differ only on rare
   control and format characters.
