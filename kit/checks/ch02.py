@@ -1,0 +1,122 @@
+"""Hidden checks for chapter 2 (chunking): run by the grader, never shipped.
+
+Each check recomputes what it needs from the package and the student's namespace `ns`; none prints or
+returns an expected value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kit.hidden import check
+from ragcourse.chunking import chunk, chunk_corpus
+from ragcourse.corpus import load_corpus
+from ragcourse.evaluation import answers_destroyed
+from ragcourse.exercises import choose
+from ragcourse.groundtruth import load_questions
+
+HAND_BUILT = [
+    "",
+    "short",
+    "Supercalifragilisticexpialidocious antidisestablishmentarianism and floccinaucinihilipilification.",
+    "| $\\geqq$ | \\geqq | $\\leqq$ | \\leqq | $\\sqrt[3n]{x^2-1}$ | \\frac{1}{2} |",
+    'In order to do this, use Tools --> Options... --> Load-Save --> General and turn off "Size optimization".',
+    "Naïve café façade – déjà vu — Ünïcödé résumé coöperation, with accents everywhere in the tail.",
+    "```\n.. math::\n   :name: Fourier transform\n\n   (\\mathcal{F}f)(y) = \\frac{1}{\\sqrt{2\\pi}^{\\ n}}\n```",
+]
+
+
+def _get(ns: dict[str, Any], name: str) -> Any:
+    assert name in ns, f"`{name}` is not defined: run your answer cell (and the cells above it) first"
+    return ns[name]
+
+
+def _tokenizer(ns: dict[str, Any]):
+    if "tokenizer" in ns:
+        return ns["tokenizer"]
+    from ragcourse.models import load_embedder
+
+    return load_embedder().tokenizer
+
+
+def _tail_problem(tokenizer, fn, content: str, n: int) -> str | None:
+    """What is wrong with fn(content, n) as the shortest word-start suffix of >= n word-pieces (None: right)."""
+    try:
+        tail = fn(content, n)
+    except Exception as error:  # noqa: BLE001 - a student's function may raise anything
+        return f"raised {type(error).__name__}"
+    if not isinstance(tail, str) or not content.endswith(tail):
+        return "did not return a suffix of its input"
+    enc = tokenizer(content, add_special_tokens=False, return_offsets_mapping=True)
+    starts, words = [s for s, _ in enc["offset_mapping"]], enc.word_ids()
+    at = len(content) - len(tail)
+    if len(starts) <= n:
+        return None if at == 0 else "a text with n word-pieces or fewer should come back whole"
+    word_starts = [s for i, s in enumerate(starts) if i == 0 or words[i] != words[i - 1]]
+    if at not in word_starts:
+        return "the tail does not start at the beginning of a word"
+    if sum(s >= at for s in starts) < n:
+        return "the tail holds fewer than n word-pieces"
+    if any(w > at and sum(s >= w for s in starts) >= n for w in word_starts):
+        return "a shorter tail starting at a word would also hold n word-pieces"
+    return None
+
+
+@check("2.1", points=3)
+def token_tail_properties(ns):
+    """token_tail(content, n) is the shortest word-start suffix holding >= n word-pieces, on 7 hand-built texts
+    and 60 strategy-D contents, for n in (N_TAIL, 5, 40); half marks when only one group fails."""
+    fn = _get(ns, "token_tail")
+    assert callable(fn), "token_tail should be a function"
+    tokenizer = _tokenizer(ns)
+    n_tail = choose("2.1", [16, 12, 20])
+    contents = [c.content for c in chunk_corpus(load_corpus(), "D")][::13][:60]
+    groups = {"hand-built texts": HAND_BUILT, "corpus contents": contents}
+    failures = {}
+    for name, texts in groups.items():
+        for n in (n_tail, 5, 40):
+            problems = [p for p in (_tail_problem(tokenizer, fn, t, n) for t in texts) if p]
+            if problems:
+                failures[name] = f"{name}, n={n}: {problems[0]}"
+                break
+    if not failures:
+        return None
+    feedback = "; ".join(failures.values())
+    assert len(failures) < len(groups), feedback
+    print(f"Exercise 2.1: {feedback}")
+    return 0.5
+
+
+def _blind_losses(low: int) -> dict[int, int]:
+    docs, questions = load_corpus(), load_questions()
+    by_doc = {d.id: [q.needle for q in questions if q.doc == d.id] for d in docs}
+    return {size: sum(len(answers_destroyed(chunk(d, "A", target=size, overlap=0), by_doc[d.id]))
+                      for d in docs if by_doc[d.id])
+            for size in range(low, low + 513)}
+
+
+@check("2.2", points=2)
+def best_blind_size(ns):
+    """best_size is the smallest blind size in [LOW, LOW + 512] that destroys the fewest needles (recomputed per
+    document with the package); half marks for a size that ties on the fewest but is not the smallest."""
+    answer = _get(ns, "best_size")
+    low = choose("2.2", [512, 400, 600])
+    assert isinstance(answer, int) and low <= answer <= low + 512, f"expected an integer from {low} to {low + 512}"
+    losses = _blind_losses(low)
+    fewest = min(losses.values())
+    assert losses[answer] == fewest, (
+        f"blind chunks of {answer} characters destroy {losses[answer]}; some size destroys fewer")
+    return None if answer == min(t for t, n in losses.items() if n == fewest) else 0.5
+
+
+@check("2.3", points=1)
+def prediction_made(ns):
+    """Completion: predicted_destroyed and predicted_over_window are non-negative ints (destroyed at most the
+    number of needles); prediction_reason has a few words (half marks without it)."""
+    destroyed, over = _get(ns, "predicted_destroyed"), _get(ns, "predicted_over_window")
+    n = len(load_questions())
+    for name, value, top in (("predicted_destroyed", destroyed, n), ("predicted_over_window", over, 100_000)):
+        assert isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= top, (
+            f"{name} should be an integer from 0 to {top}")
+    reason = ns.get("prediction_reason")
+    return None if isinstance(reason, str) and len(reason.split()) >= 3 else 0.5
