@@ -1,0 +1,132 @@
+"""The student edition: each chapter with its answers stubbed, its solutions removed, nothing that leaks.
+
+`python -m kit.student [--out dist/student] [notebooks ...]` (the Makefile's `make student`). Per chapter:
+- every cell tagged `solution` is dropped (the solution prose and the cells that compute what it quotes);
+- every cell tagged `answer` becomes its `exercise.stub` (which raises NotImplementedError), and its
+  metadata keeps id, kind, points and minutes only (the rubric is the instructor's);
+- every code output after the first answer cell is cleared: those cells may use an answer, so their
+  stored outputs could show the reference answer or something computed from it;
+- a glue output whose name no kept markdown cell quotes is dropped (only a solution quoted it);
+- a first cell checks the student's environment against the one the grader uses, and, for a variant other
+  than 0, fixes RAGCOURSE_VARIANT so the student's run draws the same constants as the grader.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+from ragcourse.exercises import VARIANT_ENV, environment, variant
+
+GLUE_REF = re.compile(r"\{glue(?::[a-z]+)?\}`([^`:]+)")
+KEPT_EXERCISE_KEYS = ("id", "kind", "points", "minutes")
+HIDE_TAGS = {"hide-input", "hide-output", "hide-cell", "remove-input", "remove-output", "remove-cell"}
+
+
+def tags(cell) -> set[str]:
+    """The cell's tags as a set."""
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def exercise_of(cell) -> dict:
+    """The `exercise` metadata of an answer cell; ValueError when it is missing or has no stub."""
+    meta = cell.get("metadata", {}).get("exercise")
+    if not isinstance(meta, dict) or "id" not in meta:
+        raise ValueError(f"answer cell without exercise metadata: {cell.source[:60]!r}")
+    stub = meta.get("stub", "")
+    if "NotImplementedError" not in stub:
+        raise ValueError(f"exercise {meta['id']}: stub {stub!r} must raise NotImplementedError")
+    return meta
+
+
+def answer_cells(nb) -> list:
+    """The notebook's answer cells, in order."""
+    return [c for c in nb.cells if c.cell_type == "code" and "answer" in tags(c)]
+
+
+def _glue_name(output) -> str | None:
+    return output.get("metadata", {}).get("scrapbook", {}).get("name")
+
+
+def _stub(cell):
+    meta = exercise_of(cell)
+    cell.source = meta["stub"]
+    cell.metadata["exercise"] = {k: meta[k] for k in KEPT_EXERCISE_KEYS if k in meta}
+    cell.metadata["tags"] = [t for t in cell.metadata.get("tags", []) if t not in HIDE_TAGS]
+    return cell
+
+
+def preamble(variant_number: int) -> nbformat.NotebookNode:
+    """The student edition's first cell: the environment check, and the term's variant when not 0."""
+    lines = []
+    if variant_number:
+        lines += ["import os", "",
+                  f'os.environ.setdefault("{VARIANT_ENV}", "{variant_number}")  # this term\'s exercises: keep',
+                  ""]
+    lines += ["from ragcourse.exercises import same_environment", "",
+              f"same_environment({environment()!r})  # the versions the grader runs"]
+    return nbformat.v4.new_code_cell("\n".join(lines), metadata={"tags": ["student-preamble"]})
+
+
+def student_edition(nb, variant_number: int = 0):
+    """A copy of `nb` fit for students (see the module docstring)."""
+    nb = copy.deepcopy(nb)
+    kept, seen_answer = [], False
+    for cell in nb.cells:
+        if "solution" in tags(cell):
+            continue
+        if cell.cell_type == "code":
+            if "answer" in tags(cell):
+                cell, seen_answer = _stub(cell), True
+            if seen_answer:
+                cell.outputs, cell.execution_count = [], None
+        kept.append(cell)
+    quoted = {m for c in kept if c.cell_type == "markdown" for m in GLUE_REF.findall(c.source)}
+    for cell in kept:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if _glue_name(o) in (None, *quoted)]
+    if not seen_answer:
+        raise ValueError("no cell tagged `answer`: nothing to hand out")
+    nb.cells = [preamble(variant_number), *kept]
+    nb.metadata["ragcourse"] = {"edition": "student", "variant": variant_number}
+    return nb
+
+
+def chapter_notebooks(folder: Path = Path("notebooks")) -> list[Path]:
+    """The chapter notebooks (NN-name.ipynb) that have answer cells, in order."""
+    paths = sorted(folder.glob("[0-9][0-9]-*.ipynb"))
+    return [p for p in paths if answer_cells(nbformat.read(p, as_version=4))]
+
+
+def build(notebooks: list[Path], out: Path) -> list[Path]:
+    """Write the student edition of each notebook into `out`; returns the paths written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in notebooks:
+        target = out / path.name
+        nbformat.write(student_edition(nbformat.read(path, as_version=4), variant()), target)
+        written.append(target)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: notebooks/NN-*.ipynb with exercises")
+    parser.add_argument("--out", type=Path, default=Path("dist/student"))
+    args = parser.parse_args(argv)
+    notebooks = args.notebooks or chapter_notebooks()
+    if not notebooks:
+        print("no chapter notebook has answer cells yet", file=sys.stderr)
+        return 1
+    for path in build(notebooks, args.out):
+        print(f"wrote {path} (variant {variant()})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
