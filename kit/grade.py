@@ -118,6 +118,11 @@ class Kernel:
 
     def _recover(self, run: Run) -> None:
         run_sync(self.km.interrupt_kernel)()
+        # nbclient leaves the timed-out cell's output reader on the old channels, where it would swallow
+        # the next cells' outputs: talk to the kernel over fresh channels instead.
+        self.client.kc.stop_channels()
+        self.client.kc = self.km.client()
+        self.client.kc.start_channels()
         probe = nbformat.v4.new_code_cell("pass")
         self.client.timeout = max(1, int(self.limits.grace))
         try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import re
 import sys
 from pathlib import Path
@@ -97,6 +98,44 @@ def student_edition(nb, variant_number: int = 0):
     return nb
 
 
+def _texts(cells, outputs: bool = True) -> list[str]:
+    """Every source, and every output's text (streams, data, errors), of these cells."""
+    found = []
+    for cell in cells:
+        found.append(cell.source)
+        for out in cell.get("outputs", []) if outputs else []:
+            found.append(out.get("text", ""))
+            found += [v if isinstance(v, str) else "".join(v) for v in out.get("data", {}).values()]
+            found.append(str(out.get("evalue", "")))
+    return found
+
+
+def leaks(reference, edition) -> list[str]:
+    """What of the reference's answers and solutions its student edition still shows (empty when nothing).
+
+    Searched: every line of an answer or solution cell (20 characters or more) that no public cell of
+    the reference holds, and the value of every glue that only solutions quote (4 characters or more).
+    """
+    secret = [c for c in reference.cells if tags(c) & {"answer", "solution"}]
+    public_cells = [c for c in reference.cells if not tags(c) & {"answer", "solution"}]
+    public = "\n".join(_texts(public_cells, outputs=False) + [exercise_of(c)["stub"] for c in answer_cells(reference)])
+    shown = "\n".join(_texts(edition.cells)) + "\n" + json.dumps(edition.metadata)
+    lines = {line.strip() for c in secret for line in c.source.splitlines()}
+    found = [f"solution text {line!r}" for line in sorted(lines)
+             if len(line) >= 20 and line not in public and line in shown]
+    glued = {_glue_name(o) for c in edition.cells for o in c.get("outputs", [])}
+    quoted_public = {m for c in public_cells if c.cell_type == "markdown" for m in GLUE_REF.findall(c.source)}
+    quoted_secret = {m for c in secret if c.cell_type == "markdown" for m in GLUE_REF.findall(c.source)}
+    for cell in reference.cells:
+        for out in cell.get("outputs", []):
+            name = _glue_name(out)
+            if name in quoted_secret - quoted_public:
+                value = out.get("data", {}).get("application/papermill.record/text/plain", "").strip("'\"")
+                if name in glued or (len(value) >= 4 and value not in public and value in shown):
+                    found.append(f"the glue {name!r} (= {value!r}), which only a solution quotes")
+    return found
+
+
 def chapter_notebooks(folder: Path = Path("notebooks")) -> list[Path]:
     """The chapter notebooks (NN-name.ipynb) that have answer cells, in order."""
     paths = sorted(folder.glob("[0-9][0-9]-*.ipynb"))
@@ -109,7 +148,12 @@ def build(notebooks: list[Path], out: Path) -> list[Path]:
     written = []
     for path in notebooks:
         target = out / path.name
-        nbformat.write(student_edition(nbformat.read(path, as_version=4), variant()), target)
+        reference = nbformat.read(path, as_version=4)
+        edition = student_edition(reference, variant())
+        found = leaks(reference, edition)
+        if found:
+            raise ValueError(f"{path.name}: the student edition would show " + "; ".join(found))
+        nbformat.write(edition, target)
         written.append(target)
     return written
 
