@@ -8,6 +8,8 @@
 #   make reranker    build the offline reranker's token index and measure it on the hybrid top 25
 #   make reranker-train  fetch the pinned training sdists, fine-tune models/reranker/, store its ranks
 #   make judge       score the SmolLM2 judge on the hybrid top 25 (~30 min) into benchmarks/results/
+#   make student     the student edition of every chapter with exercises into dist/student (RAGCOURSE_VARIANT=N for a term)
+#   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb offline: DIR/grades.csv, DIR/<student>/feedback.md
 #   make corpus | install | mathjax | training-sources | screenshots | clean
 #
 # Stamp files under .venv/.stamps keep repeated runs quick.
@@ -33,8 +35,8 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export RAGCOURSE_PROGRESS := 0
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
-BOOK_SOURCES := book/_config.yml book/_toc.yml $(wildcard book/*.md book/*.bib) $(NOTEBOOKS)
-LINT_PATHS := $(wildcard src tests benchmarks)
+BOOK_SOURCES := book/_config.yml book/_toc.yml $(wildcard book/*.md book/*.bib book/*.inc) $(NOTEBOOKS)
+LINT_PATHS := $(wildcard src tests benchmarks kit)
 
 # Pytest runs in its own network namespace (loopback only) when the kernel allows it;
 # pytest-socket blocks outside connections in-process either way.
@@ -44,10 +46,10 @@ PYTEST_ARGS := -p no:cacheprovider \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse tests notebooks
 
-.PHONY: help install corpus mathjax book test lint reproduce bench timings reranker reranker-train judge training-sources screenshots clean
+.PHONY: help install corpus mathjax book test lint reproduce bench timings reranker reranker-train judge training-sources screenshots clean student grade
 
 help:
-	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
 
 install: $(STAMPS)/install
 
@@ -110,6 +112,21 @@ endif
 	$(OLDER_CPU) $(OFFLINE) $(PY) -m pytest $(NBVAL_ARGS)
 	rm -rf data/cache-older-cpu
 
+# The instructor's kit (kit/README.md, and the instructor guide in the book). The student edition is
+# written afresh each time; grading runs offline like the tests, with the same venv, one kernel per notebook.
+CELL_TIMEOUT ?= 600
+NOTEBOOK_TIMEOUT ?= 1800
+CHECK_TIMEOUT ?= 120
+
+student: $(STAMPS)/install $(STAMPS)/corpus
+	rm -rf dist/student
+	$(PY) -m kit.student --out dist/student
+
+grade: $(STAMPS)/install $(STAMPS)/corpus
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR   (DIR/<student>/NN-*.ipynb)"; exit 2; }
+	$(OFFLINE) $(PY) -m kit.grade "$(SUBMISSIONS)" --cell-timeout $(CELL_TIMEOUT) \
+		--notebook-timeout $(NOTEBOOK_TIMEOUT) --check-timeout $(CHECK_TIMEOUT)
+
 reproduce: $(STAMPS)/install $(STAMPS)/corpus
 	@for nb in $(NOTEBOOKS); do \
 		echo ">> executing $$nb"; \
@@ -154,5 +171,5 @@ screenshots: book
 	scripts/screenshot.sh
 
 clean:
-	rm -rf book/_build book/_extra/mathjax data/corpus data/cache
+	rm -rf book/_build book/_extra/mathjax data/corpus data/cache dist/student
 	rm -f $(STAMPS)/corpus $(STAMPS)/mathjax $(STAMPS)/book

@@ -167,7 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     if not notebooks:
         print("no chapter notebook has answer cells yet", file=sys.stderr)
         return 1
-    for path in build(notebooks, args.out):
+    try:
+        written = build(notebooks, args.out)
+    except ValueError as err:
+        print(f"make student: {err}", file=sys.stderr)
+        return 1
+    for path in written:
         print(f"wrote {path} (variant {variant()})")
     return 0
 
