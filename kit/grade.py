@@ -65,6 +65,7 @@ class Run:
     notes: list[str] = field(default_factory=list)
     environment: dict = field(default_factory=dict)
     alive: bool = True
+    not_attempted: set = field(default_factory=set)
 
 
 def exercise_key(exercise: str) -> tuple[int, ...]:
@@ -147,6 +148,8 @@ def _run_cells(kernel: Kernel, nb, limits: Limits, run: Run) -> None:
         if outcome == "error":
             error = next(o for o in cell.outputs if o.get("output_type") == "error")
             run.notes.append(f"{label} raised {error.get('ename')}: {str(error.get('evalue'))[:160]}")
+            if error.get("ename") == "NotImplementedError" and "exercise" in cell.get("metadata", {}):
+                run.not_attempted.add(cell.metadata["exercise"].get("id"))
         elif outcome == "timeout":
             run.notes.append(f"{label} ran past its limit ({min(limits.cell, left):.0f} s) and was interrupted")
         elif outcome == "dead":
@@ -208,7 +211,9 @@ def _run_checks(kernel: Kernel, checks: dict[str, Hidden], checks_path: Path, li
         cell = nbformat.v4.new_code_cell(f"_kit_run_{token}({exercise!r})")
         outcome = kernel.execute(cell, 0, limits.check, run)
         found = _messages(cell, token)
-        if found:
+        if found and not found[0]["points"] and exercise in run.not_attempted:
+            scores[exercise] = (0.0, "not attempted: the answer cell still raises NotImplementedError")
+        elif found:
             scores[exercise] = (found[0]["points"], found[0]["feedback"])
         elif outcome == "timeout":
             scores[exercise] = (0.0, f"the check ran past its {limits.check:.0f} s limit (does your code loop?)")

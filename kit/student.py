@@ -6,7 +6,8 @@
   metadata keeps id, kind, points and minutes only (the rubric is the instructor's);
 - every code output after the first answer cell is cleared: those cells may use an answer, so their
   stored outputs could show the reference answer or something computed from it;
-- a glue output whose name no kept markdown cell quotes is dropped (only a solution quoted it);
+- glue outputs, and the outputs of cells the book hides (`remove-cell`, `remove-output`), are dropped:
+  Jupyter does not show glue, and a hidden bookkeeping cell may compute what a solution quotes;
 - a first cell checks the student's environment against the one the grader uses, and, for a variant other
   than 0, fixes RAGCOURSE_VARIANT so the student's run draws the same constants as the grader.
 """
@@ -87,10 +88,10 @@ def student_edition(nb, variant_number: int = 0):
             if seen_answer:
                 cell.outputs, cell.execution_count = [], None
         kept.append(cell)
-    quoted = {m for c in kept if c.cell_type == "markdown" for m in GLUE_REF.findall(c.source)}
     for cell in kept:
         if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.outputs if _glue_name(o) in (None, *quoted)]
+            hidden = tags(cell) & {"remove-cell", "remove-output"}
+            cell.outputs = [] if hidden else [o for o in cell.outputs if _glue_name(o) is None]
     if not seen_answer:
         raise ValueError("no cell tagged `answer`: nothing to hand out")
     nb.cells = [preamble(variant_number), *kept]
@@ -102,7 +103,7 @@ def _texts(cells, outputs: bool = True) -> list[str]:
     """Every source, and every output's text (streams, data, errors), of these cells."""
     found = []
     for cell in cells:
-        found.append(cell.source)
+        found.append(cell["source"])
         for out in cell.get("outputs", []) if outputs else []:
             found.append(out.get("text", ""))
             found += [v if isinstance(v, str) else "".join(v) for v in out.get("data", {}).values()]
@@ -110,15 +111,25 @@ def _texts(cells, outputs: bool = True) -> list[str]:
     return found
 
 
+def _without_glue(cells) -> list:
+    return [{**c, "outputs": [o for o in c.get("outputs", []) if _glue_name(o) is None]} for c in cells]
+
+
 def leaks(reference, edition) -> list[str]:
     """What of the reference's answers and solutions its student edition still shows (empty when nothing).
 
     Searched: every line of an answer or solution cell (20 characters or more) that no public cell of
-    the reference holds, and the value of every glue that only solutions quote (4 characters or more).
+    the reference holds, and the value of every glue that only solutions quote (4 characters or more)
+    unless the book shows it before the exercises (an output of a visible cell there is the chapter's
+    material, not an answer).
     """
     secret = [c for c in reference.cells if tags(c) & {"answer", "solution"}]
     public_cells = [c for c in reference.cells if not tags(c) & {"answer", "solution"}]
-    public = "\n".join(_texts(public_cells, outputs=False) + [exercise_of(c)["stub"] for c in answer_cells(reference)])
+    first = reference.cells.index(answer_cells(reference)[0])
+    shown_by_book = [c for c in reference.cells[:first] if c in public_cells and c.cell_type == "code"
+                     and not tags(c) & {"remove-cell", "remove-output"}]
+    public = "\n".join(_texts(public_cells, outputs=False) + _texts(_without_glue(shown_by_book))
+                       + [exercise_of(c)["stub"] for c in answer_cells(reference)])
     shown = "\n".join(_texts(edition.cells)) + "\n" + json.dumps(edition.metadata)
     lines = {line.strip() for c in secret for line in c.source.splitlines()}
     found = [f"solution text {line!r}" for line in sorted(lines)
