@@ -118,7 +118,7 @@ CELL_TIMEOUT ?= 600
 NOTEBOOK_TIMEOUT ?= 1800
 CHECK_TIMEOUT ?= 120
 
-student: $(STAMPS)/install $(STAMPS)/corpus
+student: $(STAMPS)/install
 	rm -rf dist/student
 	$(PY) -m kit.student --out dist/student
 

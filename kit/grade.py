@@ -255,6 +255,10 @@ def grade_notebook(path: Path, checks_path: Path, limits: Limits = Limits()) -> 
         why = "not graded: " + run.notes[0]
         return {ex: (0.0, why) for ex in load_checks(checks_path)}, run
     scores, run = grade_stages([nb], checks_path, limits)
+    handed = nb.metadata.get("ragcourse", {}).get("variant")
+    if handed is not None and handed != variant():
+        run.notes.insert(0, f"handed out as variant {handed}, graded as variant {variant()}: "
+                            f"the instructor should grade with {VARIANT_ENV}={handed}")
     return scores[0], run
 
 

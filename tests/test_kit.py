@@ -223,6 +223,8 @@ def test_a_variant_changes_a_constant_and_the_hidden_check_follows(tmp_path, mon
     monkeypatch.setenv("RAGCOURSE_VARIANT", "0")
     stages, _ = grade_stages([last_year], FIXTURE_CHECKS / "ch90.py", FAST)
     assert stages[0]["90.1"][0] == 2
+    _, run = grade_notebook(path, FIXTURE_CHECKS / "ch90.py", FAST)  # this term's edition, graded as variant 0
+    assert f"handed out as variant {term}, graded as variant 0" in run.notes[0]
 
 
 def _write(path: Path, nb) -> Path:
