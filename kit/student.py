@@ -70,8 +70,10 @@ def preamble(variant_number: int) -> nbformat.NotebookNode:
         lines += ["import os", "",
                   f'os.environ.setdefault("{VARIANT_ENV}", "{variant_number}")  # this term\'s exercises: keep',
                   ""]
+    pins = [f"    {name!r}: {version!r}," for name, version in environment().items()]
     lines += ["from ragcourse.exercises import same_environment", "",
-              f"same_environment({environment()!r})  # the versions the grader runs"]
+              "same_environment({  # the grader runs these versions: if this cell fails, run `make install`",
+              *pins, "})"]
     return nbformat.v4.new_code_cell("\n".join(lines), metadata={"tags": ["student-preamble"]})
 
 
