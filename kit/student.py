@@ -117,13 +117,14 @@ def _without_glue(cells) -> list:
     return [{**c, "outputs": [o for o in c.get("outputs", []) if _glue_name(o) is None]} for c in cells]
 
 
-def leaks(reference, edition) -> list[str]:
+def leaks(reference, edition, answers: dict[str, list[str]] | None = None) -> list[str]:
     """What of the reference's answers and solutions its student edition still shows (empty when nothing).
 
     Searched: every line of an answer or solution cell (20 characters or more) that no public cell of
-    the reference holds, and the value of every glue that only solutions quote (4 characters or more)
-    unless the book shows it before the exercises (an output of a visible cell there is the chapter's
-    material, not an answer).
+    the reference holds; the value of every glue that only solutions quote; and `answers`, the reference
+    answers' values as text (name -> forms, such as "0.4567" and "0.457"), 4 characters or more. A value
+    the book shows before the exercises (an output of a visible cell there) is the chapter's material,
+    not an answer.
     """
     secret = [c for c in reference.cells if tags(c) & {"answer", "solution"}]
     public_cells = [c for c in reference.cells if not tags(c) & {"answer", "solution"}]
@@ -136,17 +137,21 @@ def leaks(reference, edition) -> list[str]:
     lines = {line.strip() for c in secret for line in c.source.splitlines()}
     found = [f"solution text {line!r}" for line in sorted(lines)
              if len(line) >= 20 and line not in public and line in shown]
-    glued = {_glue_name(o) for c in edition.cells for o in c.get("outputs", [])}
     quoted_public = {m for c in public_cells if c.cell_type == "markdown" for m in GLUE_REF.findall(c.source)}
     quoted_secret = {m for c in secret if c.cell_type == "markdown" for m in GLUE_REF.findall(c.source)}
-    for cell in reference.cells:
-        for out in cell.get("outputs", []):
-            name = _glue_name(out)
-            if name in quoted_secret - quoted_public:
-                value = out.get("data", {}).get("application/papermill.record/text/plain", "").strip("'\"")
-                if name in glued or (len(value) >= 4 and value not in public and value in shown):
-                    found.append(f"the glue {name!r} (= {value!r}), which only a solution quotes")
-    return found
+    values = {f"the glue {name!r}, which only a solution quotes,": [value]
+              for name, value in _glued(reference.cells).items() if name in quoted_secret - quoted_public}
+    values |= {f"the reference answer `{name}`": forms for name, forms in (answers or {}).items()}
+    for what, forms in values.items():
+        found += [f"{what} (= {text!r})" for text in forms if len(text) >= 4 and text not in public and text in shown]
+    still_glued = set(_glued(edition.cells)) & (quoted_secret - quoted_public)
+    return found + [f"the glue {name!r}, which only a solution quotes" for name in sorted(still_glued)]
+
+
+def _glued(cells) -> dict[str, str]:
+    """Glue name -> the stored value's text, over these cells' outputs."""
+    return {_glue_name(out): out.get("data", {}).get("application/papermill.record/text/plain", "").strip("'\"")
+            for cell in cells for out in cell.get("outputs", []) if _glue_name(out)}
 
 
 def chapter_notebooks(folder: Path = Path("notebooks")) -> list[Path]:

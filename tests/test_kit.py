@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import copy
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -82,9 +83,11 @@ def test_leak_finder_finds_what_a_careless_edition_would_show():
     careless.cells.append(copy.deepcopy(next(c for c in nb.cells if "solution" in tags(c))))
     glue_cell = next(c for c in nb.cells if "only_the_solution_quotes" in c.source)
     careless.cells.append(copy.deepcopy(glue_cell))  # with its stored output
-    found = "\n".join(leaks(nb, careless))
+    careless.cells.append(nbformat.v4.new_markdown_cell("Hint: it is near 0.4567."))
+    found = "\n".join(leaks(nb, careless, answers={"answer_share": ["0.4567", "0.457"]}))
     assert "sum(i * i for i in range(1, n_squares + 1))" in found
     assert "only_the_solution_quotes" in found
+    assert "the reference answer `answer_share` (= '0.4567')" in found
 
 
 def test_student_edition_refuses_a_chapter_without_stubs():
@@ -321,8 +324,39 @@ def test_real_chapter_grades(path):
     tail = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell(f"for _name in [{forget}]:\n    globals().pop(_name, None)"),
         edition.cells[0], *edition.cells[first:]])
+    reference = copy.deepcopy(nb)
+    reference.cells.append(nbformat.v4.new_code_cell(CAPTURE.format(names=forget)))
     limits = Limits(cell=900, notebook=2400, check=300)
-    (full, zero), run = grade_stages([nb, tail], ROOT / "kit" / "checks" / f"ch{path.name[:2]}.py", limits)
+    (full, zero), run = grade_stages([reference, tail], ROOT / "kit" / "checks" / f"ch{path.name[:2]}.py", limits)
     maxima = {ex: h.points for ex, h in _checks(path).items()}
     assert {ex: p for ex, (p, _) in full.items()} == maxima, (full, run.notes)
     assert {ex: p for ex, (p, _) in zero.items()} == dict.fromkeys(maxima, 0), zero
+    printed = "".join(o.get("text", "") for o in reference.cells[-1].outputs)
+    answers = json.loads(printed.split("ANSWERS ", 1)[1])
+    assert leaks(nb, edition, answers) == []  # the values the hidden checks accept, where searchable
+
+
+# Prints the reference answers' values as the text a page would show them in (small integers and short
+# strings are left out: they occur everywhere and cannot be searched for).
+CAPTURE = """import json as _json
+import numbers as _numbers
+
+
+def _forms(v):
+    if isinstance(v, str):
+        return [v] if len(v) >= 5 else []
+    if isinstance(v, bool) or v is None:
+        return []
+    if isinstance(v, _numbers.Integral):
+        return [str(v), f"{{v:,}}"] if abs(v) >= 1000 else []
+    if isinstance(v, _numbers.Real):
+        return [repr(float(v)), f"{{v:.3f}}", f"{{v:.4f}}"]
+    if isinstance(v, dict):
+        v = list(v.values())
+    if isinstance(v, (list, tuple)):
+        return [f for x in v for f in _forms(x)]
+    return []
+
+
+print("ANSWERS", _json.dumps({{n: _forms(globals()[n]) for n in [{names}] if n in globals()}}))
+"""
