@@ -116,7 +116,7 @@ endif
 # written afresh each time; grading runs offline like the tests, with the same venv, one kernel per notebook.
 CELL_TIMEOUT ?= 600
 NOTEBOOK_TIMEOUT ?= 1800
-CHECK_TIMEOUT ?= 120
+CHECK_TIMEOUT ?= 300
 
 student: $(STAMPS)/install
 	rm -rf dist/student

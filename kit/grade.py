@@ -42,7 +42,7 @@ class Limits:
 
     cell: float = 600
     notebook: float = 1800
-    check: float = 120
+    check: float = 300
     grace: float = 15
 
 
