@@ -83,13 +83,14 @@ def chapter_table(path: Path, checks: dict[str, Hidden]) -> list[str]:
     answers = [c.metadata["exercise"] for c in answer_cells(nb)]
     if not answers:
         return lines + ["No graded exercises yet.", ""]
-    lines += ["| Exercise | Kind | Points | Minutes | The hidden check tests | Rubric |",
-              "|---|---|---|---|---|---|"]
+    lines += ["| Ex. | Kind | Points | Min | The hidden check tests |", "|---|---|---|---|---|"]
     for ex in answers:
         tests = checks[ex["id"]].tests if ex["id"] in checks else "**no hidden check registered**"
-        rubric = ex.get("rubric", "") if ex.get("kind") in GRADED_BY_RUBRIC else "scored by the check"
         lines.append(f"| {ex['id']} | {ex.get('kind', '?')} | {ex.get('points', '?')} | {ex.get('minutes', '?')} "
-                     f"| {_cell(tests)} | {_cell(rubric)} |")
+                     f"| {_cell(tests)} |")
+    for ex in answers:
+        if ex.get("kind") in GRADED_BY_RUBRIC:
+            lines += ["", f"**Rubric, exercise {ex['id']} ({ex['kind']}).** {_cell(ex.get('rubric', '(none yet)'))}"]
     total = sum(int(ex.get("points", 0)) for ex in answers)
     minutes = sum(int(ex.get("minutes", 0)) for ex in answers)
     return lines + ["", f"{len(answers)} exercises, {total} points, about {minutes} min of exercises.", ""]

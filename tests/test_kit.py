@@ -246,7 +246,8 @@ def test_guide_parses_the_chapter_box_and_lists_each_exercise():
     assert "**Prerequisites.** [chapter 2](notebooks/02-chunking.ipynb) and a little arithmetic." in lines
     assert "**Time.** about 10 min to read, 1 min to run." in lines
     assert "| 90.2 | function | 3 | 10 | `clip` on 4 unseen lists" in lines
-    assert "| 90.3 | prediction | 1 | 5 | A prediction" in lines and "Half: a prediction without a reason" in lines
+    assert "| 90.3 | prediction | 1 | 5 | A prediction" in lines
+    assert "**Rubric, exercise 90.3 (prediction).** Full: the prediction is made before measuring" in lines
     assert "3 exercises, 6 points, about 20 min of exercises." in lines
 
 
