@@ -301,7 +301,11 @@ def test_real_student_edition_leaks_nothing(path, tmp_path):
 def _names_defined(cells) -> set[str]:
     names = set()
     for cell in cells:
-        for node in ast.parse(cell.source).body:
+        try:
+            body = ast.parse(cell.source).body
+        except SyntaxError:  # IPython syntax (a magic): its names are not searched
+            continue
+        for node in body:
             targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
             names |= {t.id for t in targets if isinstance(t, ast.Name)}
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
