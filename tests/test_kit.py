@@ -330,7 +330,7 @@ def test_real_chapter_grades(path):
     forget = ", ".join(repr(n) for n in sorted(_names_defined(answer_cells(nb))))
     tail = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell(f"for _name in [{forget}]:\n    globals().pop(_name, None)"),
-        edition.cells[0], *edition.cells[first:]])
+        *copy.deepcopy([edition.cells[0], *edition.cells[first:]])])  # run copies: `edition` is searched below
     reference = copy.deepcopy(nb)
     reference.cells.append(nbformat.v4.new_code_cell(CAPTURE.format(names=forget)))
     limits = Limits(cell=900, notebook=2400, check=300)
