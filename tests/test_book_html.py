@@ -71,11 +71,27 @@ def test_landing_page_and_chapter_one_exist():
     assert (HTML / "notebooks" / "01-corpus.html").is_file()
 
 
-def test_every_toc_entry_has_a_page():
+def toc_files() -> list[str]:
+    """Every file the table of contents lists (root first), with or without parts."""
     toc = yaml.safe_load((ROOT / "book" / "_toc.yml").read_text(encoding="utf-8"))
-    entries = [toc["root"]] + [c["file"] for c in toc.get("chapters", [])]
-    missing = [e for e in entries if not (HTML / f"{e}.html").is_file()]
+    parts = toc.get("parts", [{"chapters": toc.get("chapters", [])}])
+    return [toc["root"]] + [c["file"] for part in parts for c in part.get("chapters", [])]
+
+
+def test_every_toc_entry_has_a_page():
+    missing = [e for e in toc_files() if not (HTML / f"{e}.html").is_file()]
     assert not missing, f"no HTML page for {missing}"
+
+
+def test_chapters_are_numbered_from_one_and_reference_pages_are_not():
+    numbered = {}
+    for name in toc_files():
+        page = (HTML / f"{name}.html").read_text(encoding="utf-8")
+        number = re.search(r'<h1><span class="section-number">([\d.]+)\s*</span>', page)
+        numbered[name] = number.group(1) if number else None
+    chapters = sorted(n for n in numbered if n.startswith("notebooks/"))
+    assert [numbered[c] for c in chapters] == [f"{i}." for i in range(1, len(chapters) + 1)], numbered
+    assert all(numbered[n] is None for n in numbered if not n.startswith("notebooks/")), numbered
 
 
 def test_no_page_fetches_from_an_outside_host():

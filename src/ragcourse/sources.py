@@ -8,6 +8,7 @@ book quotes from either, with the section that states it.
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ class Figure:
     source: str
     where: str
     note: str = ""
+    chapter: int | None = None
 
 
 def _value(text: str) -> int | float | str:
@@ -37,16 +39,39 @@ def _value(text: str) -> int | float | str:
     return text
 
 
+_BLOCK = re.compile(r"^#\s*-+\s*chapter\s+(\d+)\s*-+\s*$")
+
+
+def _chapters(lines: list[str]) -> dict[int, int | None]:
+    """Line number -> the chapter whose ``# --- chapter N ---`` block the line sits in (None: before any)."""
+    chapter, found = None, {}
+    for number, line in enumerate(lines):
+        if (block := _BLOCK.match(line)) is not None:
+            chapter = int(block.group(1))
+        found[number] = chapter
+    return found
+
+
 def load(path: Path = FIGURES_FILE) -> dict[str, Figure]:
-    """Every figure in the file, by name; a bad source or a repeated name is an error naming the row."""
-    rows = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
+    """Every figure in the file, by name; a bad source or a repeated name is an error naming the row.
+
+    >>> figure = next(iter(load().values()), None)
+    >>> figure is None or figure.source in SOURCES
+    True
+    """
+    lines = path.read_text(encoding="utf-8").splitlines()
+    chapter_of = _chapters(lines)
+    numbered = [(n, line) for n, line in enumerate(lines) if line.strip() and not line.startswith("#")]
     figures: dict[str, Figure] = {}
-    for row in csv.DictReader(rows):
+    reader = csv.DictReader(line for _, line in numbered)
+    for (number, _), row in zip(numbered[1:], reader, strict=True):
         if row["source"] not in SOURCES:
-            raise ValueError(f"{path.name}: {row['name']!r} has source {row['source']!r}; expected one of {sorted(SOURCES)}")
+            raise ValueError(f"{path.name}: {row['name']!r} has source {row['source']!r}; "
+                             f"expected one of {sorted(SOURCES)}")
         if row["name"] in figures:
             raise ValueError(f"{path.name}: the figure {row['name']!r} appears twice")
-        figures[row["name"]] = Figure(row["name"], _value(row["value"]), row["source"], row["where"], row["note"] or "")
+        figures[row["name"]] = Figure(row["name"], _value(row["value"]), row["source"], row["where"],
+                                      row["note"] or "", chapter_of[number])
     return figures
 
 
