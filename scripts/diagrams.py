@@ -62,7 +62,7 @@ def pipeline():
     """The seven steps, each with the chapter that builds it; the gate's refusal branches off."""
     steps = [("chunk", "ch. 2"), ("index", "ch. 3, 8"), ("retrieve", "dense, BM25"), ("fuse", "RRF, ch. 4"),
              ("rerank", "ch. 5"), ("gate", "ch. 6"), ("cite", "ch. 7")]
-    fig, ax = _canvas(10.0, 3.05, 10.0, 3.05, y0=0.05)
+    fig, ax = _canvas(8.4, 2.73, 10.0, 3.25, y0=-0.15)
     w, h, y = 1.15, 0.85, 2.0
     xs = [0.75 + i * 1.42 for i in range(len(steps))]
     for i, (x, (name, sub)) in enumerate(zip(xs, steps, strict=True)):
@@ -77,11 +77,11 @@ def pipeline():
     for x, label, colour in ((xs[0], "documents", INK), (xs[2], "query", INK)):
         ax.text(x, 0.5, label, ha="center", va="center", fontsize=11.5, fontweight="bold", color=colour)
         _arrow(ax, (x, 0.72), (x, y - h / 2))
-    for x, label, sub, colour in ((xs[5], "NO ANSWER", "nothing close enough", RED),
-                                  (xs[-1], "answer", "+ exact passages", INK)):
+    for x, label, sub, colour in ((xs[5], "NO ANSWER", "nothing close\nenough", RED),
+                                  (xs[-1], "answer", "+ the exact\npassages", INK)):
         _arrow(ax, (x, y - h / 2), (x, 0.75), colour=colour)
         ax.text(x, 0.5, label, ha="center", va="center", fontsize=11.5, fontweight="bold", color=colour)
-        ax.text(x, 0.2, sub, ha="center", va="center", fontsize=9.5, color=INK)
+        ax.text(x, 0.36, sub, ha="center", va="top", fontsize=9.5, color=INK, linespacing=1.2)
     ax.text(xs[3] - w / 2, 1.05, "grey: built offline, stored on disk\nblue: runs for each query\nred: may refuse",
             ha="left", va="top", fontsize=9.5, color=INK, linespacing=1.4)
     return fig
@@ -105,7 +105,7 @@ def _brace(ax, x0, x1, y, label, below=True, colour=INK):
 
 def text_content():
     """Top: the document, two neighbouring chunks. Bottom: what chunk i embeds, and what it quotes."""
-    fig, ax = _canvas(10.0, 3.7, 10.0, 3.7, y0=0.7)
+    fig, ax = _canvas(8.4, 3.1, 10.0, 3.7, y0=0.7)
     ax.text(0.2, 4.15, "document.text", ha="left", fontsize=11.5, fontweight="bold", color=INK)
     y_doc, h = 3.35, 0.5
     _segment(ax, 0.2, 1.2, y_doc, h, "white", "…", text_colour=INK)
@@ -132,7 +132,7 @@ def text_content():
 
 def gate_outcomes():
     """Two kinds of question, two gate decisions, five outcomes (the columns of the sweep table)."""
-    fig, ax = _canvas(10.0, 4.6, 10.0, 4.6)
+    fig, ax = _canvas(8.4, 3.86, 10.0, 4.6)
     _box(ax, 5.0, 4.1, 3.6, 0.6, "query → top k hits → gate", GREY, fontsize=12)
     _box(ax, 2.5, 2.95, 3.1, 0.75, "in-domain", BLUE, "the corpus holds the answer", fontsize=12)
     _box(ax, 7.7, 2.95, 3.1, 0.75, "out-of-domain", BLUE, "the corpus cannot answer", fontsize=12)

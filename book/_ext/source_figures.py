@@ -17,7 +17,7 @@ from docutils.parsers.rst import Directive, directives
 from ragcourse.sources import FIGURES_FILE, SOURCES, load
 
 HEADINGS = ("glued as", "value", "where the source states it", "quoted in")
-WIDTHS = (30, 12, 46, 12)
+WIDTHS = (36, 12, 40, 12)
 
 
 def shown(value) -> str:
