@@ -133,3 +133,32 @@ def test_mathjax_is_served_locally_wherever_there_is_math():
         for url in scripts:
             assert not OUTSIDE_URL.match(url), f"{page.relative_to(HTML)} loads MathJax from {url}"
             assert _local_target(page, url) == MATHJAX.resolve(), (page, url)
+
+
+EXERCISE = re.compile(r'<div class="exercise[^"]*" id="([^"]+)">\s*<p class="admonition-title">'
+                      r'<span class="caption-number">Exercise ([\d.]+)\s*</span>')
+LINK_TO_EXERCISE = re.compile(r'<a class="reference internal" href="([^"]*)#(ex-\d+-\d+)"[^>]*>(.*?)</a>', re.S)
+
+
+def test_exercises_are_numbered_per_chapter_with_matching_labels():
+    """Chapter N's exercises read "Exercise N.1", "N.2", ... and carry the labels ex-N-1, ex-N-2, ..."""
+    chapters = [f for f in toc_files() if f.startswith("notebooks/")]
+    wrong = []
+    for n, name in enumerate(chapters, start=1):
+        found = EXERCISE.findall((HTML / f"{name}.html").read_text(encoding="utf-8"))
+        expected = [(f"ex-{n}-{k}", f"{n}.{k}") for k in range(1, len(found) + 1)]
+        if found != expected:
+            wrong.append(f"{name}: {found} (expected {expected})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_references_to_exercises_read_their_number():
+    """{numref}`ex-3-2` renders as a link reading "Exercise 3.2", wherever it is used."""
+    wrong = []
+    for page in _pages():
+        for _target, label, text in LINK_TO_EXERCISE.findall(page.read_text(encoding="utf-8")):
+            words = re.sub(r"<[^>]+>", "", text).strip()
+            number = label.removeprefix("ex-").replace("-", ".")
+            if words not in (f"Exercise {number}", f"exercise {number}"):
+                wrong.append(f"{page.relative_to(HTML)}: link to {label} reads {words!r}")
+    assert not wrong, "\n".join(wrong[:10])
