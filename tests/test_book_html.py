@@ -162,3 +162,14 @@ def test_references_to_exercises_read_their_number():
             if words not in (f"Exercise {number}", f"exercise {number}"):
                 wrong.append(f"{page.relative_to(HTML)}: link to {label} reads {words!r}")
     assert not wrong, "\n".join(wrong[:10])
+
+
+def test_the_sources_page_lists_every_figure_of_the_data_file():
+    """book/sources.md reads data/source_figures.csv at build time: each row is on the page, with its value."""
+    from ragcourse.sources import load
+
+    page = (HTML / "sources.html").read_text(encoding="utf-8")
+    missing = [name for name in load() if f">src_{name}<" not in page]
+    assert not missing, f"rows of data/source_figures.csv not on the sources page (rebuild the book): {missing}"
+    tables = re.findall(r'<table[^>]*class="[^"]*\bsource-figures\b', page)
+    assert len(tables) == 2, f"expected one table per source, found {len(tables)}"
