@@ -44,3 +44,8 @@ def test_the_book_file_loads_and_names_are_glue_safe():
 def test_glue_figures_rejects_a_missing_name():
     with pytest.raises(KeyError, match="no_such_figure"):
         sources.glue_figures("no_such_figure")
+
+
+def test_a_row_with_an_unquoted_comma_names_its_line(tmp_path):
+    with pytest.raises(ValueError, match=r"figures.csv:4: 6 fields, expected 5"):
+        sources.load(_write(tmp_path, "a,1,field,intro,\nb,2,field,hybrid, reranker,\n"))

@@ -52,6 +52,21 @@ def _chapters(lines: list[str]) -> dict[int, int | None]:
     return found
 
 
+def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """(line number, row) for each data line; one figure per line, comment lines start with "#"."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    data = [(n, line) for n, line in enumerate(lines, start=1) if line.strip() and not line.startswith("#")]
+    header = next(csv.reader([data[0][1]])) if data else []
+    rows = []
+    for number, line in data[1:]:
+        fields = next(csv.reader([line]))
+        if len(fields) != len(header):
+            raise ValueError(f"{path.name}:{number}: {len(fields)} fields, expected {len(header)} "
+                             f"({','.join(header)}); quote a value that contains a comma: {line!r}")
+        rows.append((number, dict(zip(header, fields, strict=True))))
+    return rows
+
+
 def load(path: Path = FIGURES_FILE) -> dict[str, Figure]:
     """Every figure in the file, by name; a bad source or a repeated name is an error naming the row.
 
@@ -59,19 +74,16 @@ def load(path: Path = FIGURES_FILE) -> dict[str, Figure]:
     >>> figure is None or figure.source in SOURCES
     True
     """
-    lines = path.read_text(encoding="utf-8").splitlines()
-    chapter_of = _chapters(lines)
-    numbered = [(n, line) for n, line in enumerate(lines) if line.strip() and not line.startswith("#")]
+    chapter_of = _chapters(path.read_text(encoding="utf-8").splitlines())
     figures: dict[str, Figure] = {}
-    reader = csv.DictReader(line for _, line in numbered)
-    for (number, _), row in zip(numbered[1:], reader, strict=True):
+    for number, row in _rows(path):
         if row["source"] not in SOURCES:
-            raise ValueError(f"{path.name}: {row['name']!r} has source {row['source']!r}; "
+            raise ValueError(f"{path.name}:{number}: {row['name']!r} has source {row['source']!r}; "
                              f"expected one of {sorted(SOURCES)}")
         if row["name"] in figures:
-            raise ValueError(f"{path.name}: the figure {row['name']!r} appears twice")
+            raise ValueError(f"{path.name}:{number}: the figure {row['name']!r} appears twice")
         figures[row["name"]] = Figure(row["name"], _value(row["value"]), row["source"], row["where"],
-                                      row["note"] or "", chapter_of[number])
+                                      row["note"] or "", chapter_of[number - 1])
     return figures
 
 
