@@ -2,7 +2,9 @@
 
 The original chapter is the measured pipeline the book replicates; the field report makes the
 genre-chunking, expansion and reranking claims. `data/source_figures.csv` holds every figure the
-book quotes from either, with the section that states it.
+book quotes from either, with the section that states it. The chapters glue them in their asides
+("Beside the original chapter"); the sources page (book/sources.md) lists them all, read from the
+same file at build time. Leaves out: rows that span lines (one figure per line), units (in `note`).
 """
 
 from __future__ import annotations
