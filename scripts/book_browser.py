@@ -176,9 +176,12 @@ class Chromium:
             self.send(method)
         # The browser never goes out: requests to other hosts are blocked (and still recorded as attempts).
         self.send("Network.setBlockedURLs", {"urls": ["http://*", "https://*", "ws://*", "wss://*", "ftp://*"]})
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False})
+        self._window(self.height)
         return self
+
+    def _window(self, height: int) -> None:
+        self.send("Emulation.setDeviceMetricsOverride",
+                  {"width": self.width, "height": height, "deviceScaleFactor": 1, "mobile": False})
 
     def __exit__(self, *exc) -> None:
         if getattr(self, "_ws", None):
@@ -248,9 +251,13 @@ class Chromium:
         """A PNG of the whole page (up to `max_height` px tall) at the window's width."""
         self.open(page, html)
         height = min(int(self.evaluate("document.documentElement.scrollHeight")), max_height)
-        shot = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
-                                                    "clip": {"x": 0, "y": 0, "width": self.width,
-                                                             "height": height, "scale": 1}})
+        # A window as tall as the page, so that sticky headers are drawn once, at the top.
+        self._window(height)
+        try:
+            self.evaluate(WAIT_FOR_MATH)
+            shot = self.send("Page.captureScreenshot", {"format": "png"})
+        finally:
+            self._window(self.height)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(base64.b64decode(shot["data"]))
         return out
