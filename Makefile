@@ -8,6 +8,8 @@
 #   make reranker    build the offline reranker's token index and measure it on the hybrid top 25
 #   make reranker-train  fetch the pinned training sdists, fine-tune models/reranker/, store its ranks
 #   make judge       score the SmolLM2 judge on the hybrid top 25 (~30 min) into benchmarks/results/
+#   make student     the student edition of each chapter into dist/student (RAGCOURSE_VARIANT=N: a new term)
+#   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb offline: DIR/grades.csv, DIR/<student>/feedback.md
 #   make corpus | install | mathjax | training-sources | screenshots | clean
 #
 # Stamp files under .venv/.stamps keep repeated runs quick.
@@ -33,8 +35,10 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export RAGCOURSE_PROGRESS := 0
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
-BOOK_SOURCES := book/_config.yml book/_toc.yml $(wildcard book/*.md book/*.bib) $(NOTEBOOKS)
-LINT_PATHS := $(wildcard src tests benchmarks)
+BOOK_SOURCES := book/_config.yml book/_toc.yml $(wildcard book/*.md book/*.bib book/*.inc) $(NOTEBOOKS)
+# Files Sphinx does not track as sources: when one changes, every page is rebuilt (--all).
+BOOK_ASSETS := $(wildcard book/_static/* book/_ext/*.py book/figures/*) data/source_figures.csv
+LINT_PATHS := $(wildcard src tests benchmarks kit)
 
 # Pytest runs in its own network namespace (loopback only) when the kernel allows it;
 # pytest-socket blocks outside connections in-process either way.
@@ -44,10 +48,10 @@ PYTEST_ARGS := -p no:cacheprovider \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse tests notebooks
 
-.PHONY: help install corpus mathjax book test lint reproduce bench timings reranker reranker-train judge training-sources screenshots clean
+.PHONY: help install corpus mathjax book test lint reproduce bench timings reranker reranker-train judge training-sources screenshots clean student grade
 
 help:
-	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
 
 install: $(STAMPS)/install
 
@@ -78,9 +82,9 @@ $(STAMPS)/mathjax: scripts/fetch_mathjax.py | $(STAMPS)/install
 
 book: $(STAMPS)/book
 
-$(STAMPS)/book: $(STAMPS)/install $(STAMPS)/corpus $(STAMPS)/mathjax $(BOOK_SOURCES)
+$(STAMPS)/book: $(STAMPS)/install $(STAMPS)/corpus $(STAMPS)/mathjax $(BOOK_SOURCES) $(BOOK_ASSETS)
 	@test -f book/_extra/mathjax/tex-svg-full.js || { rm -f $(STAMPS)/mathjax; $(MAKE) mathjax; }
-	$(BIN)/jupyter-book build book -W -n --keep-going
+	$(BIN)/jupyter-book build book -W -n --keep-going $(if $(filter $(BOOK_ASSETS),$?),--all)
 	touch $@
 
 lint: $(STAMPS)/install
@@ -100,7 +104,9 @@ else
 OFFLINE = env
 endif
 
+# tests/test_book_browser.py opens every page in Debian's chromium, installed first when missing.
 test: lint book
+	@scripts/install_chromium.sh >/dev/null
 ifneq ($(NETNS),yes)
 	@echo ">> unshare -n is unavailable: relying on pytest-socket alone"
 endif
@@ -109,6 +115,21 @@ endif
 	rm -rf data/cache-older-cpu
 	$(OLDER_CPU) $(OFFLINE) $(PY) -m pytest $(NBVAL_ARGS)
 	rm -rf data/cache-older-cpu
+
+# The instructor's kit (kit/README.md, and the instructor guide in the book). The student edition is
+# written afresh each time; grading runs offline like the tests, with the same venv, one kernel per notebook.
+CELL_TIMEOUT ?= 600
+NOTEBOOK_TIMEOUT ?= 1800
+CHECK_TIMEOUT ?= 300
+
+student: $(STAMPS)/install
+	rm -rf dist/student
+	$(PY) -m kit.student --out dist/student
+
+grade: $(STAMPS)/install $(STAMPS)/corpus
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR   (DIR/<student>/NN-*.ipynb)"; exit 2; }
+	$(OFFLINE) $(PY) -m kit.grade "$(SUBMISSIONS)" --cell-timeout $(CELL_TIMEOUT) \
+		--notebook-timeout $(NOTEBOOK_TIMEOUT) --check-timeout $(CHECK_TIMEOUT)
 
 reproduce: $(STAMPS)/install $(STAMPS)/corpus
 	@for nb in $(NOTEBOOKS); do \
@@ -151,8 +172,8 @@ judge: $(STAMPS)/install $(STAMPS)/corpus
 	$(PY) benchmarks/judge_trial.py
 
 screenshots: book
-	scripts/screenshot.sh
+	PYTHON=$(PY) scripts/screenshot.sh
 
 clean:
-	rm -rf book/_build book/_extra/mathjax data/corpus data/cache
+	rm -rf book/_build book/_extra/mathjax data/corpus data/cache dist/student
 	rm -f $(STAMPS)/corpus $(STAMPS)/mathjax $(STAMPS)/book

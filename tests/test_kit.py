@@ -1,0 +1,369 @@
+"""The instructor's kit: student edition, grader, variants and the guide's tables (kit/, `make student|grade`).
+
+Fast cases run on a synthetic chapter (tests/fixtures/kit/90-synthetic.ipynb, hidden checks in
+tests/fixtures/kit/checks/ch90.py); the real chapters are graded once each, reference and student
+edition in one kernel (see `test_real_chapter_grades`).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # kit/ is not installed: it is imported from the repository's root
+
+from kit import guide  # noqa: E402
+from kit.grade import Kernel, Limits, Run, grade_notebook, grade_stages, load_checks  # noqa: E402
+from kit.student import answer_cells, build, exercise_of, leaks, student_edition, tags  # noqa: E402
+from ragcourse.exercises import choose, environment, same_environment  # noqa: E402
+
+FIXTURE = ROOT / "tests" / "fixtures" / "kit" / "90-synthetic.ipynb"
+FIXTURE_CHECKS = ROOT / "tests" / "fixtures" / "kit" / "checks"
+FAST = Limits(cell=5, notebook=40, check=5, grace=15)
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+SQUARES_12 = 12 * 13 * 25 // 6  # 1^2 + ... + 12^2, the book's n for exercise 90.1
+
+
+def reference() -> nbformat.NotebookNode:
+    return nbformat.read(FIXTURE, as_version=4)
+
+
+def answer(nb, exercise: str):
+    return next(c for c in answer_cells(nb) if c.metadata["exercise"]["id"] == exercise)
+
+
+def submission(edits: dict[str, str] | None = None, insert: dict[str, str] | None = None, base=None):
+    """The reference fixture with some answer cells replaced, and cells inserted before some answers."""
+    nb = copy.deepcopy(base if base is not None else reference())
+    for exercise, source in (edits or {}).items():
+        answer(nb, exercise).source = source
+    for exercise, source in (insert or {}).items():
+        nb.cells.insert(nb.cells.index(answer(nb, exercise)), nbformat.v4.new_code_cell(source))
+    return nb
+
+
+# ---- the student edition --------------------------------------------------------------------------
+
+
+def test_student_edition_stubs_answers_and_drops_solutions():
+    nb = reference()
+    edition = student_edition(nb)
+    stubs = {c.metadata["exercise"]["id"]: c.source for c in answer_cells(edition)}
+    assert stubs == {c.metadata["exercise"]["id"]: c.metadata["exercise"]["stub"] for c in answer_cells(nb)}
+    assert all(f'NotImplementedError("Exercise {ex}")' in stub for ex, stub in stubs.items())
+    assert not [c for c in edition.cells if "solution" in tags(c)]
+    assert all(set(c.metadata["exercise"]) == {"id", "kind", "points", "minutes"} for c in answer_cells(edition))
+    first = edition.cells.index(answer_cells(edition)[0])
+    assert all(not c.outputs for c in edition.cells[first:] if c.cell_type == "code")
+    glued = {o.metadata["scrapbook"]["name"] for c in edition.cells for o in c.get("outputs", [])
+             if "scrapbook" in o.get("metadata", {})}
+    assert glued == set()  # Jupyter does not show glue; a solution may quote it
+    assert any("8 values" in o.get("text", "") for c in edition.cells for o in c.get("outputs", []))
+
+
+def test_student_edition_leaks_nothing_of_the_fixture(tmp_path):
+    [path] = build([FIXTURE], tmp_path)
+    text = path.read_text(encoding="utf-8")
+    for secret in (f"{SQUARES_12}", "q31/ticket", "min(max(x, low), high)", "pulls the mean up", "Full: the"):
+        assert secret not in text, secret
+    assert leaks(reference(), nbformat.read(path, as_version=4)) == []
+
+
+def test_leak_finder_finds_what_a_careless_edition_would_show():
+    nb = reference()
+    careless = student_edition(nb)
+    careless.cells.append(copy.deepcopy(next(c for c in nb.cells if "solution" in tags(c))))
+    glue_cell = next(c for c in nb.cells if "only_the_solution_quotes" in c.source)
+    careless.cells.append(copy.deepcopy(glue_cell))  # with its stored output
+    careless.cells.append(nbformat.v4.new_markdown_cell("Hint: it is near 0.4567."))
+    found = "\n".join(leaks(nb, careless, answers={"answer_share": ["0.4567", "0.457"]}))
+    assert "sum(i * i for i in range(1, n_squares + 1))" in found
+    assert "only_the_solution_quotes" in found
+    assert "the reference answer `answer_share` (= '0.4567')" in found
+
+
+def test_student_edition_refuses_a_chapter_without_stubs():
+    nb = reference()
+    del answer(nb, "90.2").metadata["exercise"]["stub"]
+    with pytest.raises(ValueError, match="90.2"):
+        student_edition(nb)
+
+
+# ---- the grader on the synthetic chapter ------------------------------------------------------------
+
+LOOP_IGNORING_INTERRUPTS = """import time
+while True:
+    try:
+        time.sleep(0.1)
+    except KeyboardInterrupt:
+        pass
+"""
+
+SUBMISSIONS = {  # student -> (notebook, or None for no chapter-90 notebook; expected points per exercise)
+    "a-ignores-interrupts": (lambda: submission(insert={"90.2": LOOP_IGNORING_INTERRUPTS}), (0, 0, 0)),
+    "b-loops": (lambda: submission(insert={"90.2": "while True:\n    pass"}), (2, 3, 1)),
+    "c-sleeps": (lambda: submission(insert={"90.1": "import time\ntime.sleep(600)"}), (2, 3, 1)),
+    "d-kernel-dies": (lambda: submission(insert={"90.3": "import os\nos._exit(3)"}), (0, 0, 0)),
+    "e-raises": (lambda: submission(edits={"90.1": "1 / 0"}, insert={"90.2": "raise ValueError('a bad cell')"}),
+                 (0, 3, 1)),
+    "f-partial": (lambda: submission(edits={
+        "90.2": "def clip(xs, low, high):\n    return [max(x, low) for x in xs]",  # no upper end
+        "90.3": 'answer_prediction = "sideways"\nanswer_why = "no idea at all, sorry"'}),
+        (2, 1.5, 0)),  # two of the four hidden inputs of 90.2 have no value above `high`
+    "g-function-loops": (lambda: submission(edits={"90.2": "def clip(xs, low, high):\n    while True:\n        pass"}),
+                         (2, 0, 1)),
+    "h-student-edition": (lambda: student_edition(reference()), (0, 0, 0)),
+    "i-not-a-notebook": ("{ this is not json", (0, 0, 0)),
+    "j-nothing": (None, (0, 0, 0)),
+    "z-reference": (reference, (2, 3, 1)),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Grade every submission above in one `python -m kit.grade` run (a subprocess, as `make grade` does)."""
+    folder = tmp_path_factory.mktemp("submissions")
+    for student, (make, _) in SUBMISSIONS.items():
+        (folder / student).mkdir()
+        target = folder / student / "90-synthetic.ipynb"
+        if isinstance(make, str):
+            target.write_text(make, encoding="utf-8")
+        elif make is not None:
+            nbformat.write(make(), target)
+    (folder / "j-nothing" / "notes.ipynb").write_text("{}", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]), "RAGCOURSE_VARIANT": "0"}
+    cmd = [sys.executable, "-m", "kit.grade", str(folder), "--checks", str(FIXTURE_CHECKS), "--chapters", "90",
+           "--cell-timeout", str(FAST.cell), "--notebook-timeout", str(FAST.notebook),
+           "--check-timeout", str(FAST.check)]
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with (folder / "grades.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    return folder, rows
+
+
+def test_grades_csv_has_the_columns_and_a_row_per_student_and_exercise(graded):
+    folder, rows = graded
+    header = (folder / "grades.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert header == "student,chapter,exercise,points,max_points,feedback"
+    expected = [(s, e) for s in SUBMISSIONS for e in ("90.1", "90.2", "90.3")]
+    assert [(r["student"], r["exercise"]) for r in rows] == expected
+    assert {r["max_points"] for r in rows if r["exercise"] == "90.2"} == {"3"}
+
+
+@pytest.mark.parametrize("student", list(SUBMISSIONS))
+def test_each_submission_gets_exactly_its_points(graded, student):
+    _, rows = graded
+    got = tuple(float(r["points"]) for r in rows if r["student"] == student)
+    feedback = [r["feedback"] for r in rows if r["student"] == student]
+    assert got == tuple(float(p) for p in SUBMISSIONS[student][1]), feedback
+
+
+def test_feedback_says_what_went_wrong_without_the_expected_value(graded):
+    folder, rows = graded
+    feedback = {s: (folder / s / "feedback.md").read_text(encoding="utf-8") for s in SUBMISSIONS}
+    assert "did not answer an interrupt" in feedback["a-ignores-interrupts"]
+    assert "ran past its limit" in feedback["b-loops"] and "ran past its limit" in feedback["c-sleeps"]
+    assert "kernel died" in feedback["d-kernel-dies"]
+    assert "ZeroDivisionError" in feedback["e-raises"] and "ValueError: a bad cell" in feedback["e-raises"]
+    assert "partly right" in feedback["f-partial"] and '"above" or "below"' in feedback["f-partial"]
+    assert "ran past its 5 s limit" in feedback["g-function-loops"]
+    assert "not attempted" in feedback["h-student-edition"]
+    assert "not a readable notebook" in feedback["i-not-a-notebook"]
+    assert "no notebook submitted" in feedback["j-nothing"] and "notes.ipynb" in feedback["j-nothing"]
+    assert "**6 of 6 points.**" in feedback["z-reference"]
+    assert not any(str(SQUARES_12) in text for text in feedback.values())
+    assert not any(str(SQUARES_12) in r["feedback"] for r in rows)
+
+
+def test_the_grading_kernel_runs_the_tests_interpreter_and_versions(tmp_path):
+    """Passes at home, fails when graded cannot happen: one environment, checked at both ends.
+
+    The kernel the grader starts runs this interpreter, with the same pinned versions and package source;
+    the student edition's first cell demands exactly those versions, so a student whose first cell passes
+    at home is graded in the environment they ran in.
+    """
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import sys\nprint(sys.executable)")])
+    run = Run()
+    with Kernel(nb, tmp_path, FAST) as kernel:
+        assert kernel.execute(nb.cells[0], 0, FAST.cell, run) is None
+    assert nb.cells[0].outputs[0]["text"].strip() == sys.executable
+    scores, run = grade_notebook(FIXTURE, FIXTURE_CHECKS / "ch90.py", FAST)
+    assert run.environment == environment()
+    preamble = student_edition(reference()).cells[0].source
+    call = next(n for n in ast.walk(ast.parse(preamble))
+                if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "same_environment")
+    assert ast.literal_eval(call.args[0]) == environment()
+    elsewhere = {**environment(), "numpy": "1.0.0"}
+    with pytest.raises(RuntimeError, match="numpy 2.* here, 1.0.0 when graded"):
+        same_environment(elsewhere)
+
+
+def test_a_variant_changes_a_constant_and_the_hidden_check_follows(tmp_path, monkeypatch):
+    book = choose("90.1", [12, 17, 23, 31])
+    for term in range(1, 20):
+        monkeypatch.setenv("RAGCOURSE_VARIANT", str(term))
+        if choose("90.1", [12, 17, 23, 31]) != book:
+            break
+    assert choose("90.1", [12, 17, 23, 31]) != book, "no variant in 1..19 draws another n"
+    [path] = build([FIXTURE], tmp_path)
+    edition = nbformat.read(path, as_version=4)
+    assert f'"RAGCOURSE_VARIANT", "{term}"' in edition.cells[0].source
+    last_year = submission(edits={"90.1": f'n_squares = choose("90.1", [12, 17, 23, 31])\nanswer_squares = {SQUARES_12}'
+                                  })
+    reset = submission(insert={"90.1": 'import os\nos.environ["RAGCOURSE_VARIANT"] = "0"'})
+    stages, run = grade_stages([reference(), last_year], FIXTURE_CHECKS / "ch90.py", FAST)
+    assert stages[0]["90.1"][0] == 2  # the reference computes from the drawn n: right in any variant
+    assert stages[1]["90.1"][0] == 0  # last year's number is wrong this term
+    (scores, run) = grade_notebook(_write(tmp_path / "reset.ipynb", reset), FIXTURE_CHECKS / "ch90.py", FAST)
+    assert scores["90.1"][0] == 0 and f"graded as variant {term}" in "\n".join(run.notes)
+    monkeypatch.setenv("RAGCOURSE_VARIANT", "0")
+    stages, _ = grade_stages([last_year], FIXTURE_CHECKS / "ch90.py", FAST)
+    assert stages[0]["90.1"][0] == 2
+    _, run = grade_notebook(path, FIXTURE_CHECKS / "ch90.py", FAST)  # this term's edition, graded as variant 0
+    assert f"handed out as variant {term}, graded as variant 0" in run.notes[0]
+
+
+def _write(path: Path, nb) -> Path:
+    nbformat.write(nb, path)
+    return path
+
+
+# ---- the guide --------------------------------------------------------------------------------------
+
+
+def test_guide_parses_the_chapter_box_and_lists_each_exercise():
+    lines = "\n".join(guide.chapter_table(FIXTURE, load_checks(FIXTURE_CHECKS / "ch90.py")))
+    assert "- to clip values into a range;" in lines
+    assert "**Prerequisites.** [chapter 2](notebooks/02-chunking.ipynb) and a little arithmetic." in lines
+    assert "**Time.** about 10 min to read, 1 min to run." in lines
+    assert "| 90.2 | function | 3 | 10 | `clip` on 4 unseen lists" in lines
+    assert "| 90.3 | prediction | 1 | 5 | A prediction" in lines
+    assert "**Rubric, exercise 90.3 (prediction).** Full: the prediction is made before measuring" in lines
+    assert "3 exercises, 6 points, about 20 min of exercises." in lines
+
+
+def test_the_committed_guide_tables_are_current():
+    text = guide.tables(CHAPTERS, ROOT / "kit" / "checks")
+    assert guide.OUT.read_text(encoding="utf-8") == text, "stale: run `python -m kit.guide` and commit the file"
+
+
+# ---- the real chapters ------------------------------------------------------------------------------
+
+
+def _checks(path: Path) -> dict:
+    return load_checks(ROOT / "kit" / "checks" / f"ch{path.name[:2]}.py")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_real_chapter_exercises_have_the_agreed_form(path):
+    nb = nbformat.read(path, as_version=4)
+    exercises = [exercise_of(c) for c in answer_cells(nb)]
+    kinds = {e["kind"] for e in exercises}
+    assert len(exercises) >= 3 and {"function", "prediction"} <= kinds, kinds
+    checks = _checks(path)
+    assert {e["id"] for e in exercises} == set(checks), "every answer cell has a hidden check, and vice versa"
+    for e in exercises:
+        assert e["id"].split(".")[0] == str(int(path.name[:2])), e["id"]
+        assert f'NotImplementedError("Exercise {e["id"]}")' in e["stub"]
+        assert checks[e["id"]].points == e["points"], e["id"]
+        assert checks[e["id"]].tests, f"exercise {e['id']}: the hidden check needs a docstring"
+        assert isinstance(e.get("minutes"), int) and e["minutes"] > 0, e["id"]
+        if e["kind"] in ("prediction", "written"):
+            assert len(e.get("rubric", "")) >= 40, f"exercise {e['id']}: a {e['kind']} exercise needs a rubric"
+    guide.overview(nb)  # the "In this chapter" box parses
+    public = [c.source for c in nb.cells if "check" in tags(c)]
+    assert all(any(f'"{e["id"]}"' in s for s in public) for e in exercises), "each exercise has a public check"
+
+
+def test_some_real_exercise_draws_its_constant_with_choose():
+    stubs = [exercise_of(c)["stub"] + c.source for p in CHAPTERS for c in answer_cells(nbformat.read(p, as_version=4))]
+    checks = "\n".join((ROOT / "kit" / "checks" / f"ch{p.name[:2]}.py").read_text(encoding="utf-8") for p in CHAPTERS)
+    assert any("choose(" in s for s in stubs) and "choose(" in checks
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_real_student_edition_leaks_nothing(path, tmp_path):
+    [written] = build([path], tmp_path)  # build() refuses an edition that leaks
+    assert leaks(nbformat.read(path, as_version=4), nbformat.read(written, as_version=4)) == []
+
+
+def _names_defined(cells) -> set[str]:
+    names = set()
+    for cell in cells:
+        try:
+            body = ast.parse(cell.source).body
+        except SyntaxError:  # IPython syntax (a magic): its names are not searched
+            continue
+        for node in body:
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                names.add(node.name)
+    return names
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_real_chapter_grades(path):
+    """The reference scores full marks and the untouched student edition 0, from one run of the chapter.
+
+    The reference runs first and is graded; then every name its answer cells define is deleted and the
+    student edition's cells from its first answer cell on (stubs, public checks, the cells between) run in
+    the same kernel and are graded. Its cells before that are the reference's, minus solution cells,
+    whose names the checks never read (they read the answers), so this is the student edition's run.
+    """
+    nb = nbformat.read(path, as_version=4)
+    edition = student_edition(nb)
+    first = edition.cells.index(answer_cells(edition)[0])
+    body = [c.source for c in nb.cells[:nb.cells.index(answer_cells(nb)[0])] if "solution" not in tags(c)]
+    assert [c.source for c in edition.cells[1:first]] == body
+    forget = ", ".join(repr(n) for n in sorted(_names_defined(answer_cells(nb))))
+    tail = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(f"for _name in [{forget}]:\n    globals().pop(_name, None)"),
+        *copy.deepcopy([edition.cells[0], *edition.cells[first:]])])  # run copies: `edition` is searched below
+    reference = copy.deepcopy(nb)
+    reference.cells.append(nbformat.v4.new_code_cell(CAPTURE.format(names=forget)))
+    limits = Limits(cell=900, notebook=2400, check=300)
+    (full, zero), run = grade_stages([reference, tail], ROOT / "kit" / "checks" / f"ch{path.name[:2]}.py", limits)
+    maxima = {ex: h.points for ex, h in _checks(path).items()}
+    assert {ex: p for ex, (p, _) in full.items()} == maxima, (full, run.notes)
+    assert {ex: p for ex, (p, _) in zero.items()} == dict.fromkeys(maxima, 0), zero
+    printed = "".join(o.get("text", "") for o in reference.cells[-1].outputs)
+    answers = json.loads(printed.split("ANSWERS ", 1)[1])
+    assert leaks(nb, edition, answers) == []  # the values the hidden checks accept, where searchable
+
+
+# Prints the reference answers' values as the text a page would show them in (small integers and short
+# strings are left out: they occur everywhere and cannot be searched for).
+CAPTURE = """import json as _json
+import numbers as _numbers
+
+
+def _forms(v):
+    if isinstance(v, str):
+        return [v] if len(v) >= 5 else []
+    if isinstance(v, bool) or v is None:
+        return []
+    if isinstance(v, _numbers.Integral):
+        return [str(v), f"{{v:,}}"] if abs(v) >= 1000 else []
+    if isinstance(v, _numbers.Real):
+        return [repr(float(v)), f"{{v:.3f}}", f"{{v:.4f}}"]
+    if isinstance(v, dict):
+        v = list(v.values())
+    if isinstance(v, (list, tuple)):
+        return [f for x in v for f in _forms(x)]
+    return []
+
+
+print("ANSWERS", _json.dumps({{n: _forms(globals()[n]) for n in [{names}] if n in globals()}}))
+"""
