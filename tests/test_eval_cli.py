@@ -293,15 +293,52 @@ def test_a_corrupt_cache_file_is_rebuilt_with_a_warning_never_used(tmp_path, dam
     assert embedder.last_stats["embedded"] == 0
 
 
-# ---------------------------------------------------------------- end to end, with the real embedder
+# ---------------------------------------------------------------- saved indexes that cannot be trusted
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    """A private embedding cache, and the late-interaction reranker with no token cache on disk."""
+def saved_index(tmp_path):
+    from ragcourse.index import ingest_folder
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text(GUIDE, encoding="utf-8")
+    model = CountingModel()
+    built = ingest_folder(tmp_path / "docs", embed=lambda texts: model.encode(texts), model_name="m", dim=8)
+    return built.index.save(tmp_path / "idx")
+
+
+@pytest.mark.parametrize(("damage", "why"), [
+    (lambda p: (p / "manifest.json").unlink(), "manifest.json is missing"),
+    (lambda p: (p / "manifest.json").write_text("{not json", encoding="utf-8"), "manifest.json is not valid"),
+    (lambda p: (p / "manifest.json").write_text("[1, 2]", encoding="utf-8"), "expected a JSON object, got list"),
+    (lambda p: (p / "manifest.json").write_text(
+        (p / "manifest.json").read_text().replace('"format": 1', '"format": 2'), encoding="utf-8"),
+     "format 2 was written by another version; this code reads format 1"),
+    (lambda p: np.save(p / "vectors.npy", np.load(p / "vectors.npy")[:-1]),
+     "2 vectors stored for 3 chunks: every chunk needs exactly one"),
+])
+def test_an_index_that_cannot_be_trusted_is_refused_with_what_to_rebuild(saved_index, damage, why, capsys):
+    from ragcourse.index import Index, IndexFormatError
+
+    assert len(Index.load(saved_index).chunks) == 3  # sound before the damage (preamble, Tents, Stoves)
+    damage(saved_index)
+    with pytest.raises(IndexFormatError) as err:
+        Index.load(saved_index)
+    assert why in str(err.value)
+    assert f"Rebuild it: `ragcourse index DOCS_DIR --out {saved_index}`" in str(err.value)
+    assert main(["query", str(saved_index), "tents"]) == 2
+    assert "refused" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- end to end, with the real embedder
+
+
+def private_cache(monkeypatch, root):
+    """A private embedding cache, the late-interaction reranker with no token cache on disk, and a
+    record of how many texts each `Embedder.encode` call had to embed."""
     from ragcourse import rerank
 
-    monkeypatch.setattr(dense, "CACHE_DIR", tmp_path / "cache")
+    monkeypatch.setattr(dense, "CACHE_DIR", root / "cache")
     monkeypatch.setattr(rerank, "default_reranker", lambda: rerank.LateInteractionReranker(cache_dir=None))
     embedded = []
     real = dense.Embedder.encode
@@ -320,19 +357,34 @@ OOD = [{"id": "o1", "query": "How do I renew a passport?", "kind": "absurd"},
        {"id": "o3", "query": "What is the capital of Peru?"}]
 
 
-@pytest.fixture
-def evaluated(docs, tmp_path, cache):
-    questions, ood = tmp_path / "q.jsonl", tmp_path / "ood.jsonl"
-    questions.write_bytes(questions_text(crlf=True, bom=True).encode("utf-8"))
-    ood.write_text("\n".join(json.dumps(o) for o in OOD) + "\n", encoding="utf-8")
-    argv = ["eval", str(docs), "--questions", str(questions), "--out-of-domain", str(ood),
-            "--strategies", "A,E", "--methods", "dense,hybrid", "--rerank", "--out", str(tmp_path / "out")]
-    assert main(argv) == 0
-    return argv, tmp_path / "out", cache
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory):
+    """One end-to-end run on the mixed folder (two strategies, two methods, rerank, a sweep), shared."""
+    root = tmp_path_factory.mktemp("eval")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        real = folder._read_bytes
+        monkeypatch.setattr(folder, "_read_bytes", lambda p: deny(p) if p.name == "locked.md" else real(p))
+        docs = make_folder(root / "docs")
+        questions, ood = root / "q.jsonl", root / "ood.jsonl"
+        questions.write_bytes(questions_text(crlf=True, bom=True).encode("utf-8"))
+        ood.write_text("\n".join(json.dumps(o) for o in OOD) + "\n", encoding="utf-8")
+        embedded = private_cache(monkeypatch, root)
+        argv = ["eval", str(docs), "--questions", str(questions), "--out-of-domain", str(ood),
+                "--strategies", "A,E", "--methods", "dense,hybrid", "--rerank", "--out", str(root / "out")]
+        assert main(argv) == 0
+        first = list(embedded)
+        embedded.clear()
+        again = argv[:-1] + [str(root / "again")]
+        assert main(again) == 0
+        yield argv, root, first, list(embedded)
 
 
-def test_eval_writes_results_json_as_specified(evaluated, capsys):
-    _, out, _ = evaluated
+def deny(path):
+    raise PermissionError(13, "Permission denied", str(path))
+
+
+def test_eval_writes_results_json_as_specified(evaluated):
+    out = evaluated[1] / "out"
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert list(results) == ["corpus", "runs", "paired", "sweep"]
     corpus = results["corpus"]
@@ -369,10 +421,13 @@ def test_eval_recall_equals_the_package_computed_directly(evaluated):
     from ragcourse.evaluation import evaluate
     from ragcourse.folder import folder_queries
 
-    argv, out, _ = evaluated
-    documents = read_folder(argv[1]).documents
+    argv, root, _, _ = evaluated
+    out = root / "out"
+    # without the simulated denial locked.md reads here; the run under test had it as a failure
+    documents = [d for d in read_folder(argv[1]).documents if d.id != "locked.md"]
     qs = folder_queries(load_folder_questions(argv[3], documents))
-    retriever = pipeline.build("E", corpus=list(documents), embedder=dense.load_embedder(dense.CACHE_DIR))
+    embedder = dense.load_embedder(root / "cache")
+    retriever = pipeline.build("E", corpus=documents, embedder=embedder)
     per_query = evaluate(retriever.rankings(qs, "dense"), qs)
     run = next(r for r in json.loads((out / "results.json").read_text())["runs"]
                if (r["strategy"], r["method"], r["rerank"]) == ("E", "dense", False))
@@ -380,19 +435,15 @@ def test_eval_recall_equals_the_package_computed_directly(evaluated):
     assert run["mrr"] == round(float(per_query["rr"].mean()), 3)
 
 
-def test_a_second_run_embeds_nothing_and_gives_the_same_json(evaluated, tmp_path):
-    argv, out, embedded = evaluated
-    assert sum(embedded) > 0
-    first = (out / "results.json").read_text()
-    embedded.clear()
-    again = argv[:-1] + [str(tmp_path / "again")]
-    assert main(again) == 0
-    assert embedded and sum(embedded) == 0  # every chunk vector came from the shared cache
-    assert (tmp_path / "again" / "results.json").read_text() == first
+def test_a_second_run_embeds_nothing_and_gives_the_same_json(evaluated):
+    _, root, first, second = evaluated
+    assert sum(first) > 0
+    assert second and sum(second) == 0  # every chunk vector came from the shared cache
+    assert (root / "again" / "results.json").read_text() == (root / "out" / "results.json").read_text()
 
 
 def test_report_html_is_self_contained(evaluated):
-    _, out, _ = evaluated
+    out = evaluated[1] / "out"
     page = (out / "report.html").read_text(encoding="utf-8")
     for section in ("corpus", "runs", "recall", "paired", "destroyed", "sweep"):
         assert f"id='{section}'" in page
@@ -407,8 +458,9 @@ def test_report_html_is_self_contained(evaluated):
 def test_report_renders_in_a_real_browser_with_no_outside_request(evaluated, tmp_path):
     from browser import load_page
 
-    _, out, _ = evaluated
+    out = evaluated[1] / "out"
     page = load_page(out / "report.html", tmp_path / "shot.png")
-    assert page.outside_requests == [], page.outside_requests
+    assert (out / "report.html").as_uri() in page.requests  # the browser did load it
+    assert page.outside_requests == (), page.outside_requests
     assert page.images == 2 and page.broken_images == 0  # both plots decoded and drawn
     assert "Threshold sweep" in page.text and "Corpus" in page.text

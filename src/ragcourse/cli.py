@@ -101,8 +101,8 @@ def _query(args: argparse.Namespace) -> int:
     from .dense import load_embedder
     from .index import Index
 
+    index = Index.load(Path(args.index))  # refused before the model loads, if it cannot be trusted
     embedder = load_embedder()
-    index = Index.load(Path(args.index))
     index.check_compatible(embedder.name, embedder.dim)
     for hit in index.search(embedder.encode_query(args.query), k=args.k, model_name=embedder.name):
         print(f"[{hit.rank}] d={hit.distance:.3f}  {hit.chunk.doc_id}  #char={hit.chunk.start},{hit.chunk.end}")
