@@ -70,11 +70,17 @@ def _destroyed(retriever: pipeline.Retriever, questions: Sequence[Question]) -> 
     return tuple(q.id for q in questions if q.needle in cut)
 
 
-def _reranked(rankings: dict, qs: Sequence) -> dict:
-    from .rerank import default_reranker, rerank_head
+def _reranked(reranker, rankings: dict, qs: Sequence) -> dict:
+    """Each ranking with its first 25 reranked (`rerank.rerank_head`), the rest in place."""
+    from .rerank import rerank_head
 
-    reranker = default_reranker()
     return {q.id: rerank_head(reranker, q.text, rankings[q.id]) for q in qs}
+
+
+def _default_reranker():
+    from . import rerank
+
+    return rerank.default_reranker()
 
 
 def _hits(retriever: pipeline.Retriever, text: str, vector: np.ndarray, method: str) -> list:
@@ -104,6 +110,7 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
     vectors = {q.id: embedder.encode_query(q.text) for q in qs}
     ood_vectors = {o.id: embedder.encode_query(o.query) for o in out_of_domain}
     runs, rows = [], []
+    reranker = _default_reranker() if rerank else None  # one for all runs: it keeps passage vectors
     for strategy in strategies:
         retriever = pipeline.build(strategy, corpus=list(corpus.documents), embedder=embedder, progress=progress)
         destroyed = _destroyed(retriever, questions)
@@ -111,7 +118,7 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
             rankings = retriever.rankings(qs, method, vectors=vectors)
             runs.append(Run(strategy, method, False, evaluate(rankings, qs, KS), destroyed))
             if rerank:
-                runs.append(Run(strategy, method, True, evaluate(_reranked(rankings, qs), qs, KS), destroyed))
+                runs.append(Run(strategy, method, True, evaluate(_reranked(reranker, rankings, qs), qs, KS), destroyed))
             if out_of_domain:
                 rows += _sweep_rows(retriever, method, qs, vectors, out_of_domain, ood_vectors)
     return {"corpus": corpus_summary(corpus), "runs": [run_entry(r) for r in runs],
