@@ -41,7 +41,7 @@ def split_corpus(dest: Path, files: int) -> int:
     written = 0
     for doc, pars, share in zip(docs, paragraphs, shares, strict=True):
         bounds = [round(i * len(pars) / share) for i in range(share + 1)]
-        for part, (a, b) in enumerate(zip(bounds, bounds[1:]), start=1):
+        for part, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False), start=1):
             path = dest / doc.id / f"part-{part:03d}.md"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f"# {doc.title} (part {part})\n\n" + "\n\n".join(pars[a:b]) + "\n", encoding="utf-8")

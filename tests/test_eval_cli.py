@@ -16,7 +16,6 @@ import pytest
 
 from ragcourse import dense, folder, report
 from ragcourse.cli import main
-from ragcourse.corpus import Document
 from ragcourse.folder import load_folder_questions, read_document, read_folder
 from ragcourse.groundtruth import GroundTruthError
 from ragcourse.index import ExtractionError
@@ -218,7 +217,7 @@ def test_a_bad_question_names_its_line_and_reason_and_exits_2(docs, tmp_path, ca
         load_folder_questions(path, read_folder(docs).documents)
     assert f"{path}:8: " in str(err.value) and reason in str(err.value)
     assert main(["eval", str(docs), "--questions", str(path), "--out", str(tmp_path / "out")]) == 2
-    assert f"q.jsonl:8: " in capsys.readouterr().err
+    assert "q.jsonl:8: " in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
@@ -237,7 +236,8 @@ def test_bad_lists_and_missing_folders_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["eval", str(tmp_path), "--questions", "q.jsonl", "--out", "o", "--strategies", "E,Z"])
     assert stop.value.code == 2
-    assert "strategies='E,Z': expected a comma-separated list of ['A', 'B', 'C', 'D', 'E', 'F']" in capsys.readouterr().err
+    expected = "strategies='E,Z': expected a comma-separated list of ['A', 'B', 'C', 'D', 'E', 'F']"
+    assert expected in capsys.readouterr().err
     assert main(["eval", str(tmp_path / "absent"), "--questions", "q.jsonl", "--out", "o"]) == 2
     assert "is not a directory" in capsys.readouterr().err
     assert main(["eval", str(tmp_path), "--questions", "q.jsonl", "--out", "o"]) == 2
@@ -464,3 +464,74 @@ def test_report_renders_in_a_real_browser_with_no_outside_request(evaluated, tmp
     assert page.outside_requests == (), page.outside_requests
     assert page.images == 2 and page.broken_images == 0  # both plots decoded and drawn
     assert "Threshold sweep" in page.text and "Corpus" in page.text
+
+
+# ---------------------------------------------------------------- the book's own corpus, as files
+
+
+def glued(notebook: str) -> dict[str, float]:
+    """The numbers a committed notebook glued (myst-nb's scrapbook outputs), by name."""
+    from pathlib import Path
+
+    cells = json.loads((Path(__file__).parents[1] / "notebooks" / notebook).read_text(encoding="utf-8"))["cells"]
+    found = {}
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            value = output.get("data", {}).get("application/papermill.record/text/plain")
+            if name and value is not None and re.fullmatch(r"-?\d+\.\d+", value):
+                found[name] = float(value)
+    return found
+
+
+@pytest.fixture(scope="module")
+def book_runs(tmp_path_factory, corpus):
+    """`eval` on the course corpus exported as files, with the book's questions: all 210, then the original 32.
+
+    Pinned difference of the file form: a document's id is its file name (`user-config.md`, not
+    `user-config`), so the questions' `doc` gains ".md". Titles and texts read back exactly (tested).
+    """
+    from ragcourse.folder import export_corpus
+    from ragcourse.groundtruth import load_questions
+
+    root = tmp_path_factory.mktemp("book")
+    export_corpus(corpus, root / "docs")
+    out = {}
+    for subset in ("all", "original"):
+        path = root / f"{subset}.jsonl"
+        path.write_text("".join(json.dumps({"id": q.id, "doc": f"{q.doc}.md", "needle": q.needle,
+                                            "question": q.question, "ticket": q.ticket}) + "\n"
+                                for q in load_questions(corpus=corpus, subset=subset)), encoding="utf-8")
+        assert main(["eval", str(root / "docs"), "--questions", str(path), "--strategies", "E",
+                     "--methods", "dense,bm25,hybrid", "--out", str(root / subset)]) == 0
+        runs = json.loads((root / subset / "results.json").read_text(encoding="utf-8"))["runs"]
+        out[subset] = {r["method"]: r for r in runs}
+    return root, out
+
+
+def test_the_exported_corpus_reads_back_exactly(book_runs, corpus):
+    back = read_folder(book_runs[0] / "docs")
+    assert back.failed == ()
+    assert [d.id for d in back.documents] == [f"{d.id}.md" for d in corpus]  # the pinned difference
+    assert [(d.title, d.text) for d in back.documents] == [(d.title, d.text) for d in corpus]
+
+
+@pytest.mark.parametrize("subset", ["all", "original"])
+def test_strategy_e_equals_chapters_3_and_4(book_runs, subset):
+    """Every recall@k and MRR of E equals what chapter 3 (dense) and chapter 4 (BM25, hybrid) glued."""
+    three, four = glued("03-dense-retrieval.ipynb"), glued("04-bm25-hybrid.ipynb")
+    runs = book_runs[1][subset]
+    part = "" if subset == "all" else "_32"
+    assert runs["dense"]["queries"] == (420 if subset == "all" else 64)
+    compared = 0
+    for method in ("dense", "bm25", "hybrid"):
+        for k in ("1", "4", "8", "20"):
+            assert runs[method]["recall"][k] == four[f"{method}{part}_r{k}"], (method, k)
+            compared += 1
+        assert runs[method]["mrr"] == four[f"{method}{part}_mrr"], method
+    if subset == "all":  # chapter 3 glues E over all questions, with the R@20 interval over questions
+        for k in ("1", "4", "8", "20"):
+            assert runs["dense"]["recall"][k] == three[f"E_R{k}"]
+        assert runs["dense"]["mrr"] == three["E_MRR"]
+        assert runs["dense"]["recall_interval"]["20"] == [three["E_R20_low"], three["E_R20_high"]]
+    assert compared == 12

@@ -85,7 +85,7 @@ def _markdown(text: str) -> tuple[str, str | None]:
 def _rst_title(text: str) -> str | None:
     """The first line underlined by a run of one punctuation character at least as long."""
     lines = [line.rstrip("\r") for line in text.split("\n")]
-    for above, below in zip(lines, lines[1:]):
+    for above, below in zip(lines, lines[1:], strict=False):
         if above.strip() and not _RST_ADORNMENT.fullmatch(above) and _RST_ADORNMENT.fullmatch(below) \
                 and len(below.strip()) >= len(above.strip()):
             return above.strip()
@@ -179,6 +179,19 @@ def read_folder(folder: str | Path, max_bytes: int = MAX_BYTES) -> FolderCorpus:
         except ExtractionError as err:
             failed.append(Failure(doc_id, str(err)))
     return FolderCorpus(tuple(documents), tuple(failed))
+
+
+def export_corpus(documents: Sequence[Document], dest: str | Path) -> list[Path]:
+    """Write each document as `<id>.md`, its title as the first line (`# title`): `read_folder` reads it back."""
+    folder = Path(dest)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for d in documents:
+        path = folder / f"{d.id}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# {d.title}\n\n{d.text}", encoding="utf-8")
+        paths.append(path)
+    return paths
 
 
 # ---------------------------------------------------------------- questions

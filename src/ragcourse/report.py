@@ -30,8 +30,18 @@ import pandas as pd
 from . import pipeline
 from .corpus import profile
 from .dense import Embedder, top_hits
-from .evaluation import (SWEEP_COLUMNS, answers_destroyed, compare, evaluate, mean_interval, per_question,
-                         summarize, sweep, verdict, with_interval)
+from .evaluation import (
+    SWEEP_COLUMNS,
+    answers_destroyed,
+    compare,
+    evaluate,
+    mean_interval,
+    per_question,
+    summarize,
+    sweep,
+    verdict,
+    with_interval,
+)
 from .folder import FolderCorpus, folder_queries
 from .groundtruth import OutOfDomain, Question
 from .precision import rounded
