@@ -535,3 +535,17 @@ def test_strategy_e_equals_chapters_3_and_4(book_runs, subset):
         assert runs["dense"]["mrr"] == three["E_MRR"]
         assert runs["dense"]["recall_interval"]["20"] == [three["E_R20_low"], three["E_R20_high"]]
     assert compared == 12
+
+
+def test_a_single_run_without_out_of_domain_queries_still_renders():
+    run = {"strategy": "E", "method": "dense", "rerank": False, "queries": 4,
+           "recall": {"1": 0.25, "4": 0.5, "8": 0.75, "20": 1.0},
+           "recall_interval": {"1": [0.0, 0.5], "4": [0.2, 0.8], "8": [0.5, 1.0], "20": [1.0, 1.0]},
+           "mrr": 0.5, "answers_destroyed": ["q2"]}
+    results = {"corpus": {"documents": 1, "characters": 10, "sections": 0, "failed": []},
+               "runs": [run], "paired": [], "sweep": []}
+    page = report.render(results)
+    assert "Only one run: nothing to pair." in page and "no sweep" in page
+    assert page.count("data:image/png;base64,") == 1  # the recall plot, and no sweep plot
+    assert "0.500 [0.200, 0.800]" in page  # R@4 with its interval, as the book prints it
+    assert "<td>q2</td>" in page
