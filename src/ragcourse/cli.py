@@ -6,6 +6,8 @@
     ragcourse evaluate --questions my-questions.jsonl          # your own ground truth, same format
     ragcourse index ./my-docs --out ./my-index      # ingest a folder; failures listed, nothing lost
     ragcourse query ./my-index "question"
+    ragcourse eval ./my-docs --questions my-questions.jsonl --out ./report   # the book's measurements, your folder
+    ragcourse needles ./my-docs --n 50               # candidate needle sentences to write questions against
 
 Each subcommand is a thin shell over the package's functions; nothing here is taught in the book.
 """
@@ -99,8 +101,8 @@ def _query(args: argparse.Namespace) -> int:
     from .dense import load_embedder
     from .index import Index
 
+    index = Index.load(Path(args.index))  # refused before the model loads, if it cannot be trusted
     embedder = load_embedder()
-    index = Index.load(Path(args.index))
     index.check_compatible(embedder.name, embedder.dim)
     for hit in index.search(embedder.encode_query(args.query), k=args.k, model_name=embedder.name):
         print(f"[{hit.rank}] d={hit.distance:.3f}  {hit.chunk.doc_id}  #char={hit.chunk.start},{hit.chunk.end}")
@@ -122,6 +124,83 @@ def _count(name: str):
             raise argparse.ArgumentTypeError(str(err)) from None
 
     return parse
+
+
+def _choice_list(name: str, valid) -> object:
+    """An argparse type for a comma-separated list drawn from `valid` (order kept, repeats dropped)."""
+
+    def parse(value: str) -> list[str]:
+        items = list(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+        wrong = [v for v in items if v not in valid]
+        if wrong or not items:
+            raise argparse.ArgumentTypeError(f"{name}={value!r}: expected a comma-separated list of {list(valid)}")
+        return items
+
+    return parse
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from . import dense, report
+    from .folder import load_folder_out_of_domain, load_folder_questions, read_folder
+
+    corpus = read_folder(Path(args.docs_dir))
+    if not corpus.documents:
+        reasons = "; ".join(f"{f.path}: {f.reason}" for f in corpus.failed[:5]) or "the folder is empty"
+        raise ValueError(f"no readable documents in {args.docs_dir!r} ({reasons})")
+    questions = load_folder_questions(args.questions, corpus.documents)
+    ood = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else []
+    embedder = dense.load_embedder(dense.CACHE_DIR)
+    results = report.measure(corpus, questions, ood, args.strategies, args.methods, args.rerank, embedder,
+                             progress=sys.stderr.isatty())
+    folder = report.write(results, args.out)
+    c = results["corpus"]
+    print(f"{c['documents']} documents indexed, {len(c['failed'])} failed; {len(questions)} questions, "
+          f"{len(results['runs'])} runs")
+    for failure in c["failed"]:
+        print(f"  FAILED {failure['path']}: {failure['reason']}")
+    print(f"wrote {folder / report.RESULTS} and {folder / report.REPORT}")
+    return 0
+
+
+def _needles(args: argparse.Namespace) -> int:
+    from .folder import candidate_needles, read_folder
+
+    corpus = read_folder(Path(args.docs_dir))
+    for i, (doc, needle) in enumerate(candidate_needles(corpus.documents, args.n), start=1):
+        record = {"id": f"n{i:03d}", "doc": doc, "needle": needle, "question": "", "ticket": ""}
+        print(json.dumps(record, ensure_ascii=False))
+    return 0
+
+
+def _folder_commands(sub) -> None:
+    """The `eval` and `needles` subcommands: the book's measurements on a folder of your own."""
+    from .chunking import STRATEGIES
+    from .pipeline import METHODS
+
+    epilog = ("QUESTIONS.jsonl: one JSON object a line with id, needle, question and optional ticket and doc "
+              "(a path relative to DOCS_DIR); each needle must occur exactly once in the folder. "
+              "OOD.jsonl: id, query and optional kind. Exit status 0 on success, 2 on bad input.")
+    v = sub.add_parser("eval", help="run the book's measurements on a folder; write results.json and report.html",
+                       description="Read DOCS_DIR (.md .rst .txt .html .pdf, recursively), chunk and index it "
+                                   "with each strategy, score your questions with each method, and write "
+                                   "OUTDIR/results.json and a self-contained OUTDIR/report.html.", epilog=epilog)
+    v.add_argument("docs_dir", metavar="DOCS_DIR", help="the folder of documents (read recursively)")
+    v.add_argument("--questions", required=True, metavar="QUESTIONS.jsonl", help="your questions (see below)")
+    v.add_argument("--out-of-domain", default=None, metavar="OOD.jsonl",
+                   help="queries the folder cannot answer; adds the threshold sweep (chapter 6)")
+    v.add_argument("--strategies", type=_choice_list("strategies", STRATEGIES), default=["E"],
+                   help=f"comma-separated chunking strategies from {','.join(STRATEGIES)} (default E)")
+    v.add_argument("--methods", type=_choice_list("methods", METHODS), default=list(METHODS),
+                   help=f"comma-separated retrieval methods from {','.join(METHODS)} (default all)")
+    v.add_argument("--rerank", action="store_true", help="also run each with the default reranker (chapter 5)")
+    v.add_argument("--out", required=True, metavar="OUTDIR", help="where results.json and report.html go")
+    v.set_defaults(run=_eval)
+    n = sub.add_parser("needles", help="print candidate needle sentences (JSONL) to write questions against",
+                       description="Print up to N sentences of DOCS_DIR that occur exactly once and outside "
+                                   "headings, spread over the folder, as question records to fill in.")
+    n.add_argument("docs_dir", metavar="DOCS_DIR")
+    n.add_argument("--n", type=_count("n"), default=50, help="how many candidates (default 50)")
+    n.set_defaults(run=_needles)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -161,6 +240,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("index")
     r.add_argument("query")
     r.set_defaults(run=_query)
+    _folder_commands(sub)
     return p
 
 

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -27,6 +28,10 @@ from .corpus import CACHE_ROOT
 from .precision import rounded_scores, stable_order
 
 CACHE_DIR = CACHE_ROOT / "embeddings"
+
+
+class CacheWarning(UserWarning):
+    """The embedding cache file was unreadable and is being rebuilt (its vectors were not used)."""
 
 
 @dataclass(frozen=True)
@@ -94,12 +99,24 @@ class Embedder:
     def _cache_file(self) -> Path | None:
         return None if self.cache_dir is None else Path(self.cache_dir) / f"{self.fingerprint}.npz"
 
-    def _load_cache(self) -> dict[str, np.ndarray]:
+    def _load_cache(self, warn: bool = True) -> dict[str, np.ndarray]:
+        """The cached vectors; a file that cannot be read whole (or holds other shapes) counts as empty."""
         path = self._cache_file()
         if path is None or not path.is_file():
             return {}
-        with np.load(path) as data:
-            return dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                keys, vectors = data["keys"].tolist(), data["vectors"]
+            if vectors.ndim != 2 or vectors.shape[1] != self.dim or len(keys) != len(vectors) \
+                    or not np.isfinite(vectors).all():
+                raise ValueError(f"{len(keys)} keys for vectors of shape {vectors.shape}, expected dim {self.dim}")
+        except Exception as err:  # a truncated or foreign file: zipfile, numpy and OS errors alike
+            if warn:
+                warnings.warn(f"embedding cache {path} is corrupt ({type(err).__name__}: {err}); "
+                              "ignoring it and rebuilding it with freshly embedded vectors", CacheWarning,
+                              stacklevel=3)
+            return {}
+        return dict(zip(keys, vectors, strict=True))
 
     def _save_cache(self, new: dict[str, np.ndarray]) -> None:
         """Merge new vectors into the file under a lock, so concurrent runs never drop each other's work."""
@@ -109,7 +126,7 @@ class Embedder:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            cache = self._load_cache() | new
+            cache = self._load_cache(warn=False) | new
             keys = sorted(cache)
             tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
             np.savez(tmp, keys=np.array(keys), vectors=np.stack([cache[k] for k in keys]))

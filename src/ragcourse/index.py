@@ -51,6 +51,14 @@ class ExtractionError(ValueError):
     """A file could not be turned into text; the message is the reason recorded for it."""
 
 
+class IndexFormatError(ValueError):
+    """A saved index cannot be read as this version wrote it; the message says what to rebuild."""
+
+    def __init__(self, folder: Path, why: str):
+        super().__init__(f"index {str(folder)!r} refused: {why}. Rebuild it: "
+                         f"`ragcourse index DOCS_DIR --out {folder}` (the whole index; nothing in it is used)")
+
+
 class StaleIndexError(ValueError):
     """Documents were indexed with another model, dimension or pipeline; `.stale` says which/why."""
 
@@ -211,8 +219,9 @@ class Index:
 
     def verify(self) -> None:
         """ValueError unless every record's count equals the chunks and vectors stored for it."""
-        if self.vectors.shape[0] != len(self.chunks):
-            raise ValueError(f"{self.vectors.shape[0]} vectors for {len(self.chunks)} chunks")
+        if self.vectors.ndim != 2 or self.vectors.shape[0] != len(self.chunks):
+            raise ValueError(f"{self.vectors.shape[0] if self.vectors.ndim else 0} vectors stored for "
+                             f"{len(self.chunks)} chunks: every chunk needs exactly one")
         stored: dict[str, int] = {}
         for ch in self.chunks:
             stored[ch.doc_id] = stored.get(ch.doc_id, 0) + 1
@@ -243,15 +252,27 @@ class Index:
 
     @classmethod
     def load(cls, path: str | Path) -> Index:
-        """Read an index written by `save`; ValueError if its counts and vectors disagree."""
+        """Read an index written by `save`; IndexFormatError (what to rebuild) if it cannot be trusted."""
         folder = Path(path)
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+            if not isinstance(manifest, dict):
+                raise ValueError(f"expected a JSON object, got {type(manifest).__name__}")
+        except FileNotFoundError:
+            raise IndexFormatError(folder, f"{MANIFEST} is missing") from None
+        except (ValueError, UnicodeDecodeError) as err:
+            raise IndexFormatError(folder, f"{MANIFEST} is not valid ({err})") from err
         if manifest.get("format") != FORMAT:
-            raise ValueError(f"index format {manifest.get('format')!r}; this code reads {FORMAT}")
-        index = cls(records=tuple(DocRecord(**r) for r in manifest["records"]),
-                    chunks=tuple(Chunk(**c) for c in manifest["chunks"]),
-                    vectors=np.load(folder / VECTORS, allow_pickle=False))
-        index.verify()
+            raise IndexFormatError(folder, f"format {manifest.get('format')!r} was written by another "
+                                           f"version; this code reads format {FORMAT}")
+        try:
+            index = cls(records=tuple(DocRecord(**r) for r in manifest["records"]),
+                        chunks=tuple(Chunk(**c) for c in manifest["chunks"]),
+                        vectors=np.load(folder / VECTORS, allow_pickle=False))
+            index.verify()
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise IndexFormatError(folder, f"{MANIFEST} and {VECTORS} disagree or are damaged "
+                                           f"({type(err).__name__}: {err})") from err
         return index
 
 

@@ -1,0 +1,59 @@
+"""The screenshot of `report.html` on the book's page about your own documents (book/figures/eval-report.png).
+
+Exports the course corpus as files, runs `ragcourse eval` on it with the original chapter's 32
+questions and the out-of-domain queries (strategies C and E, dense and hybrid), opens the report in
+headless chromium (tests/browser.py) and keeps the top of the page:
+
+    python scripts/screenshot_eval_report.py [--out book/figures/eval-report.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from browser import load_page  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from ragcourse.cli import main as cli  # noqa: E402
+from ragcourse.corpus import load_corpus  # noqa: E402
+from ragcourse.folder import export_corpus  # noqa: E402
+from ragcourse.groundtruth import OUT_OF_DOMAIN_FILE, load_questions  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "book" / "figures" / "eval-report.png")
+    parser.add_argument("--height", type=int, default=1500, help="pixels kept from the top of the page")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        corpus = load_corpus()
+        export_corpus(corpus, root / "my-docs")
+        questions = root / "questions.jsonl"
+        questions.write_text("".join(json.dumps({"id": q.id, "needle": q.needle, "question": q.question,
+                                                 "ticket": q.ticket}) + "\n"
+                                     for q in load_questions(corpus=corpus, subset="original")), encoding="utf-8")
+        status = cli(["eval", str(root / "my-docs"), "--questions", str(questions), "--out-of-domain",
+                      str(OUT_OF_DOMAIN_FILE), "--strategies", "C,E", "--methods", "dense,hybrid",
+                      "--out", str(root / "report")])
+        if status:
+            return status
+        page = load_page(root / "report" / "report.html", root / "full.png")
+        assert page.outside_requests == () and page.broken_images == 0, page
+        with Image.open(root / "full.png") as full:
+            top = full.crop((0, 0, full.width, min(full.height, args.height)))
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            top.save(args.out, optimize=True)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
