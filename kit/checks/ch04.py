@@ -80,12 +80,14 @@ _RRF_CASES = [
     ([[3, 1, 2], [2, 3], [1]], 60),
     ([["s1", "s2", "s3", "s4", "s5"], ["s5", "s4", "s3", "s2", "s1"]], 2),
     ([["u", "v"], ["v", "t"], ["t", "u"]], 60),
+    ([["a", "b"], ["c", "b"]], 1),  # ranks count from 1: b (2nd twice) beats a and c (1st once)
+    ([["a", "b", "y"], ["x", "c", "y"]], 1),  # a, x and y tie at 0.5: the best rank, then first appearance
 ]
 
 
 @check("4.4", points=3)
 def rrf_function(ns):
-    """rrf_by_hand(lists, k) returns the package's rrf order on 7 unseen hand-built cases, ties included
+    """rrf_by_hand(lists, k) returns the package's rrf order on 9 unseen hand-built cases, ties included
     (partial by share)."""
     fn = ns.get("rrf_by_hand")
     assert callable(fn), "define a function rrf_by_hand(lists, k=60)"
