@@ -10,8 +10,10 @@ of a text; with ``N`` texts, ``n`` of them containing term ``t``, ``f`` its coun
 
 with k1 = 1.2 and b = 0.75 by default (Robertson & Zaragoza, "The Probabilistic Relevance
 Framework: BM25 and Beyond", 2009). Every (term, text) contribution is computed once, at build
-time, into a ``scipy.sparse`` CSR matrix (one row per term, as bm25s does); a query is then the
-sum of its tokens' rows, so no Python code runs per text at query time.
+time, into a ``scipy.sparse`` CSR matrix (one row per term, as bm25s does). Its rows are the
+inverted index: term -> (texts containing it, their contributions). A query adds its terms'
+postings into one array of scores (``np.add.at``), so it touches only the texts that share a term
+with it and no Python code runs per text; a term in most texts is added as a full row instead.
 
 What it leaves out: stemming, stop words, phrase queries, other idf variants. ``rank_bm25``'s
 ``BM25Okapi`` uses ``ln((N - n + 0.5) / (n + 0.5))`` with a floor for negative values instead; the
@@ -32,6 +34,8 @@ from scipy import sparse
 from .precision import stable_order
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+#: Terms in more than this share of the texts are also stored as full rows (see `BM25.scores`).
+DENSE_SHARE = 0.125
 
 
 def tokenize(text: str) -> list[str]:
@@ -121,6 +125,15 @@ class BM25:
         self.doc_len = np.array([len(toks) for toks in token_lists], dtype=np.float64)
         self.vocab, counts = count_matrix(token_lists)
         self.matrix = score_matrix(counts, self.doc_len, self.k1, self.b)
+        # The inverted index: term -> (ids of the texts containing it, their precomputed contributions).
+        # Views into the matrix's rows; ids as numpy's native index type, so adding them never copies.
+        ids, bounds, impacts = self.matrix.indices.astype(np.intp), self.matrix.indptr, self.matrix.data
+        self.postings = {term: (ids[bounds[row]:bounds[row + 1]], impacts[bounds[row]:bounds[row + 1]])
+                         for term, row in self.vocab.items()}
+        # A term in more than DENSE_SHARE of the texts ("how", "the") also gets a full row of scores:
+        # one vectorised add over every text beats scattering into most of them.
+        self.dense_rows = {term: self.matrix.getrow(row).toarray()[0] for term, row in self.vocab.items()
+                           if bounds[row + 1] - bounds[row] > DENSE_SHARE * len(token_lists)}
 
     def __len__(self) -> int:
         return self.matrix.shape[1]
@@ -128,13 +141,12 @@ class BM25:
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every text for ``query``; unknown query terms add nothing."""
         out = np.zeros(len(self), dtype=np.float64)
-        indptr, indices, data = self.matrix.indptr, self.matrix.indices, self.matrix.data
         for term, times in Counter(tokenize(query)).items():
-            row = self.vocab.get(term)
-            if row is None:
-                continue
-            lo, hi = indptr[row], indptr[row + 1]
-            out[indices[lo:hi]] += times * data[lo:hi]  # indices are unique within a row
+            if term in self.dense_rows:  # a common term: add its full row (zeros where it is absent)
+                out += self.dense_rows[term] if times == 1 else times * self.dense_rows[term]
+            elif term in self.postings:  # any other term: only the texts that contain it
+                ids, impacts = self.postings[term]
+                np.add.at(out, ids, impacts if times == 1 else times * impacts)
         return out
 
     def rank(self, query: str) -> np.ndarray:

@@ -4,6 +4,7 @@
     ragcourse search "how do I add a caption to a figure" --method hybrid -k 4 --cut 0.6 --rerank
     ragcourse evaluate --strategy E --method hybrid --rerank   # Recall@k and MRR with Wilson intervals
     ragcourse evaluate --questions my-questions.jsonl          # your own ground truth, same format
+    ragcourse evaluate --method hybrid --engine qdrant         # the same table, searched by Qdrant
     ragcourse index ./my-docs --out ./my-index      # ingest a folder; failures listed, nothing lost
     ragcourse query ./my-index "question"
     ragcourse eval ./my-docs --questions my-questions.jsonl --out ./report   # the book's measurements, your folder
@@ -70,10 +71,18 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .groundtruth import load_questions, queries
     from .pipeline import build
 
+    if args.engine_url and args.engine == "ragcourse":
+        raise ValueError(f"--engine-url={args.engine_url!r} needs --engine qdrant (choices: ragcourse, qdrant)")
     retriever = build(args.strategy)
     qs = queries(load_questions(args.questions) if args.questions else load_questions())
-    rankings = retriever.rankings(qs, args.method)
-    label = f"{args.strategy}/{args.method}"
+    ranker, label = retriever, f"{args.strategy}/{args.method}"
+    if args.engine != "ragcourse":  # the same chunks, vectors and BM25 weights, searched by an engine
+        from .engines import connect
+
+        ranker = connect(args.engine, url=args.engine_url)
+        ranker.index(retriever)
+        label += f" on {args.engine}"
+    rankings = ranker.rankings(qs, args.method)
     if args.rerank:
         from .rerank import default_reranker, rerank_head
 
@@ -233,6 +242,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--cut", type=float, default=None, help="cosine-distance gate; NO ANSWER when nothing passes")
     s.set_defaults(run=_search)
     e.add_argument("--questions", default=None, help="a questions JSONL file (default: the course's 32)")
+    e.add_argument("--engine", default="ragcourse", choices=["ragcourse", "qdrant"],
+                   help="search with the package (default) or Qdrant, local mode unless --engine-url")
+    e.add_argument("--engine-url", default=None,
+                   help="a Qdrant server or cluster (default: $RAGCOURSE_QDRANT_URL, else in-process)")
     e.set_defaults(run=_evaluate)
     i.add_argument("folder")
     i.add_argument("--out", required=True)
