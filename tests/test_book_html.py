@@ -83,15 +83,19 @@ def test_every_toc_entry_has_a_page():
     assert not missing, f"no HTML page for {missing}"
 
 
+#: A numbered chapter's page; appendices (notebooks/a2-scale) are notebooks too, but unnumbered.
+CHAPTER = re.compile(r"notebooks/\d\d-")
+
+
 def test_chapters_are_numbered_from_one_and_reference_pages_are_not():
     numbered = {}
     for name in toc_files():
         page = (HTML / f"{name}.html").read_text(encoding="utf-8")
         number = re.search(r'<h1><span class="section-number">([\d.]+)\s*</span>', page)
         numbered[name] = number.group(1) if number else None
-    chapters = sorted(n for n in numbered if n.startswith("notebooks/"))
+    chapters = sorted(n for n in numbered if CHAPTER.match(n))
     assert [numbered[c] for c in chapters] == [f"{i}." for i in range(1, len(chapters) + 1)], numbered
-    assert all(numbered[n] is None for n in numbered if not n.startswith("notebooks/")), numbered
+    assert all(numbered[n] is None for n in numbered if not CHAPTER.match(n)), numbered
 
 
 def test_no_page_fetches_from_an_outside_host():
@@ -142,7 +146,7 @@ LINK_TO_EXERCISE = re.compile(r'<a class="reference internal" href="([^"]*)#(ex-
 
 def test_exercises_are_numbered_per_chapter_with_matching_labels():
     """Chapter N's exercises read "Exercise N.1", "N.2", ... and carry the labels ex-N-1, ex-N-2, ..."""
-    chapters = [f for f in toc_files() if f.startswith("notebooks/")]
+    chapters = [f for f in toc_files() if CHAPTER.match(f)]
     wrong = []
     for n, name in enumerate(chapters, start=1):
         found = EXERCISE.findall((HTML / f"{name}.html").read_text(encoding="utf-8"))
