@@ -1,0 +1,99 @@
+"""Hidden checks for chapter 7 (citations): run by the grader on the student's notebook namespace."""
+
+from __future__ import annotations
+
+import re
+
+from kit.hidden import check
+from ragcourse.citations import Citation, PdfPage, SheetRange, sentences, text_fragment_url
+from ragcourse.exercises import choose
+
+
+@check("7.1", points=2)
+def locators_by_hand(ns):
+    """pdf_fragment equals PdfPage(page).fragment() and sheet_fragment equals SheetRange(sheet, cells).fragment()
+    for the exercise's page, sheet and cells (1 point each)."""
+    page, sheet, cells = choose("7.1", [(12, "Q1 sales", "B2:D9"), (7, "Q3 costs", "C4:F20"),
+                                        (31, "EU returns", "A2:A40")])
+    pdf_ok = ns["pdf_fragment"] == PdfPage(page).fragment()
+    sheet_ok = ns["sheet_fragment"] == SheetRange(sheet, cells).fragment()
+    if pdf_ok and sheet_ok:
+        return None
+    if pdf_ok or sheet_ok:
+        return 0.5
+    raise AssertionError("neither fragment is right: check the PDF parameter name and the sheet's quoting")
+
+
+@check("7.2", points=2)
+def text_fragment_by_hand(ns):
+    """my_link equals text_fragment_url(html_page(doc), quote, words=3) for the exercise's source of the
+    opening question."""
+    number = choose("7.2", [4, 2, 3])
+    source = ns["context"].citations[number - 1]
+    expected = text_fragment_url(ns["html_page"](source.doc_id), source.quote, words=3)
+    link = ns["my_link"]
+    assert isinstance(link, str), "my_link should be a string"
+    base, _, directive = link.partition("#:~:text=")
+    assert base == ns["html_page"](source.doc_id), "the page URL before #:~:text= is not the source's page"
+    assert link == expected, "the page is right; compare the words you took and their encoding"
+
+
+def _citation(n, quote):
+    return Citation(n=n, doc_id=f"doc-{n}", doc_name=f"Document {n}", label="Section", fragment="#char=0,1",
+                    quote=quote, distance=0.1)
+
+
+_SOURCES = (
+    _citation(1, "Enumerated lists need a blank line before the first item."),
+    _citation(2, "Hyperlink targets are resolved after parsing the whole document."),
+    _citation(3, "The parser reports warnings through the reporter object."),
+)
+
+
+def _reference(answer, cits):
+    quotes = {c.n: c.quote for c in cits}
+
+    def long_words(text):
+        return {w.lower() for w in re.findall(r"[A-Za-z]{5,}", text)}
+
+    flagged = []
+    for sentence in sentences(answer):
+        cited = [int(n) for n in re.findall(r"\[(\d+)\]", sentence) if int(n) in quotes]
+        if cited and not any(long_words(re.sub(r"\[\d+\]", " ", sentence)) & long_words(quotes[n]) for n in cited):
+            flagged.append(sentence)
+    return flagged
+
+
+_CASES = (
+    "Lists require a blank line [1].",                                   # shares "blank"
+    "Lists require a blank line [2].",                                   # cites the wrong source
+    "Lists require a blank line [2][1].",                                # one of two cited sources supports
+    "Warnings go through the reporter [3]. Targets resolve late [1].",   # second one flagged
+    "Nothing here cites anything at all today.",                         # no marker: skipped
+    "Targets are resolved at the end [7].",                              # unknown source: skipped
+    "HYPERLINK TARGETS are RESOLVED late [2].",                          # case does not matter
+    "Every claim is cited [1]. Short words only [3]. Parser output [3].",
+)
+
+
+@check("7.3", points=3)
+def weakly_supported_function(ns):
+    """weakly_supported(answer, cits) returns exactly the sentences a reference implementation flags, on
+    hand-built sources and answers (wrong source, several markers, unknown markers, no markers, case)."""
+    fn = ns["weakly_supported"]
+    wrong = 0
+    for answer in _CASES:
+        got = fn(answer, _SOURCES)
+        if [s.strip() for s in list(got)] != [s.strip() for s in _reference(answer, _SOURCES)]:
+            wrong += 1
+    assert wrong == 0, f"{wrong} of {len(_CASES)} unseen answers were flagged wrongly"
+
+
+@check("7.4", points=2)
+def prediction_recorded(ns):
+    """Completion: prediction_7_4 has a bool 'ok' and a 'why' of at least five words (the rubric in the
+    guide grades the reasoning)."""
+    p = ns["prediction_7_4"]
+    assert isinstance(p, dict), "prediction_7_4 should be a dict"
+    assert isinstance(p.get("ok"), bool), "prediction_7_4['ok'] should be True or False"
+    assert isinstance(p.get("why"), str) and len(p["why"].split()) >= 5, "give a reason of a sentence or two"
