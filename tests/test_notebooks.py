@@ -26,7 +26,7 @@ TOC = ROOT / "book" / "_toc.yml"
 OUTSIDE = ("1.1.1.1", 443)  # a public address; no test may reach it
 
 # {glue}`name`, {glue:text}`name:.3f`, {glue:md}`name`, and ```{glue:figure} name
-GLUE_ROLE = re.compile(r"\{glue(?::[a-z]+)?\}`([^`:]+)(?::[^`]*)?`")
+GLUE_ROLE = re.compile(r"\{glue(?::[a-z]*)?\}`([^`:]+)(?::[^`]*)?`")
 GLUE_DIRECTIVE = re.compile(r"^(?:`{3,}|:{3,})\{glue(?::[a-z]+)?\}\s+(\S+)", re.MULTILINE)
 
 
@@ -184,8 +184,9 @@ def test_no_stored_float_has_more_than_eight_significant_digits(path: Path):
 
 
 def test_glue_regexes_find_references():
-    text = "R@1 is {glue:text}`r_at_1:.3f` and {glue}`n_docs`.\n```{glue:figure} fig_recall\n```"
-    assert set(GLUE_ROLE.findall(text)) == {"r_at_1", "n_docs"}
+    text = ("R@1 is {glue:text}`r_at_1:.3f` and {glue}`n_docs` of {glue:}`n_all`.\n"
+            "```{glue:figure} fig_recall\n```")
+    assert set(GLUE_ROLE.findall(text)) == {"r_at_1", "n_docs", "n_all"}
     assert GLUE_DIRECTIVE.findall(text) == ["fig_recall"]
 
 

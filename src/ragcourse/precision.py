@@ -6,12 +6,14 @@ at a fixed thread count: the same cosine distance comes out as 0.8063636 on one 
 
 - **Ranking.** Scores (cosine distances, BM25 scores, fused RRF scores, MaxSim scores) are rounded
   to `DECIMALS` places before anything is ordered, and equal rounded scores are ordered by
-  position. A difference below 1e-6 can then never decide a rank.
+  position. A difference below 1e-6 then decides a rank only when it straddles a rounding boundary.
 - **Publishing.** A number that leaves a notebook (glued into the prose, printed, shown in a table)
   is rounded at the source to what the prose needs: metrics to 3 decimals, distances to 3 or 4.
 
 What it leaves out: rounding does not remove noise, it moves it to rounding boundaries; a value
-within 1e-7 of a boundary can still round two ways (chapter 3 counts how often that happens).
+within 1e-7 of a boundary can still round two ways. That is why published numbers keep 3 or 4
+places (a flip then needs a value within 1e-7 of a boundary 1e-3 wide), and why `make test` runs
+the notebooks a second time with an older CPU's kernels.
 """
 
 from __future__ import annotations
@@ -86,14 +88,13 @@ def rounded(value: Any, decimals: int = PUBLISHED) -> Any:
     return value
 
 
-def glue(name: str, value: Any, decimals: int = PUBLISHED, display: bool = False) -> Any:
-    """Store `value`, rounded to `decimals` places, for the book's `{glue}` roles; returns it rounded.
+def glue(name: str, value: Any, decimals: int = PUBLISHED, display: bool = False) -> None:
+    """Store `value`, rounded to `decimals` places, for the book's `{glue}` roles.
 
     The book's pages quote numbers through myst-nb's glue; rounding here, at the source, means the
-    stored output is what the prose shows and is the same on every machine.
+    stored output is what the prose shows and is the same on every machine. Returns None, like
+    myst-nb's own glue, so a cell that ends with it shows no output.
     """
     from myst_nb import glue as myst_glue
 
-    value = rounded(value, decimals)
-    myst_glue(name, value, display=display)
-    return value
+    myst_glue(name, rounded(value, decimals), display=display)

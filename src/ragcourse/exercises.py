@@ -1,0 +1,81 @@
+"""Public checks for the exercises: feedback on an answer's form, never on its expected value.
+
+A student runs these in their own notebook; the hidden checks that score an answer live in
+`kit/checks/` and never ship with the student edition (see CONTRIBUTING.md, "Exercises").
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: The term's variant: 0 is the book's; an instructor sets RAGCOURSE_VARIANT for a new term.
+VARIANT_ENV = "RAGCOURSE_VARIANT"
+
+
+def variant() -> int:
+    """The variant number from RAGCOURSE_VARIANT (0, the book's, when unset)."""
+    raw = os.environ.get(VARIANT_ENV, "0").strip() or "0"
+    if not raw.isdigit():
+        raise ValueError(f"{VARIANT_ENV}={raw!r}: expected a non-negative integer, such as 0 or 2027")
+    return int(raw)
+
+
+def choose(exercise: str, options: Sequence[Any], k: int | None = None) -> Any:
+    """The book's choice (the first option, or the first k) in variant 0; a seeded draw otherwise.
+
+    >>> choose("3.1", ["E", "C", "F"])
+    'E'
+    >>> choose("3.1", ["E", "C", "F"], k=2)
+    ['E', 'C']
+    """
+    if not options:
+        raise ValueError(f"exercise {exercise}: no options to choose from")
+    v = variant()
+    if v == 0:
+        return options[0] if k is None else list(options[:k])
+    rng = random.Random(f"{v}/{exercise}")
+    return rng.choice(list(options)) if k is None else rng.sample(list(options), k)
+
+
+def form(
+    exercise: str,
+    namespace: Mapping[str, Any],
+    name: str,
+    *,
+    kind: type | tuple[type, ...] = object,
+    length: int | None = None,
+    within: tuple[float, float] | None = None,
+) -> bool:
+    """Print whether ``namespace[name]`` has the right form (type, length, range); True when it does.
+
+    >>> form("3.1", {"answer": (0.2, 0.4)}, "answer", kind=tuple, length=2, within=(0, 1))
+    Exercise 3.1: well-formed (not a verdict on the value)
+    True
+    >>> form("3.1", {}, "answer")
+    Exercise 3.1: `answer` is not defined yet; run your answer cell first
+    False
+    """
+    problem = _form_problem(namespace, name, kind, length, within)
+    print(f"Exercise {exercise}: {problem or 'well-formed (not a verdict on the value)'}")
+    return problem is None
+
+
+def _form_problem(namespace, name, kind, length, within) -> str | None:
+    if name not in namespace:
+        return f"`{name}` is not defined yet; run your answer cell first"
+    value = namespace[name]
+    if not isinstance(value, kind):
+        want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        return f"`{name}` is a {type(value).__name__}; expected {want}"
+    if length is not None and len(value) != length:
+        return f"`{name}` has {len(value)} items; expected {length}"
+    if within is not None:
+        items = value if isinstance(value, list | tuple) else [value]
+        low, high = within
+        outside = [x for x in items if not low <= x <= high]
+        if outside:
+            return f"`{name}` has {outside[0]!r} outside [{low}, {high}]"
+    return None
