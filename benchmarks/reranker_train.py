@@ -15,6 +15,8 @@ Commands (`python benchmarks/reranker_train.py COMMAND`; `make reranker-train` r
    The pairs are written as JSONL under `data/training/`; their sha256 is deterministic.
 3. `check`: the needle guard (`ragcourse.groundtruth.find_leaks`). Nothing in the training text may
    contain a ground-truth needle, question, ticket or out-of-domain query.
+   `overlap`: build, then measure on the pairs how much of each question's wording its positive and its
+   best negative share (`benchmarks/results/training_overlap.json`; chapter 5 quotes it).
 4. `train`: fetch + build + check, then train layers 4-5, the pooler and a fresh one-logit head
    of all-MiniLM-L6-v2 with binary cross-entropy, and store only those tensors as fp16
    safetensors (~7 MB) in `models/reranker/` with a manifest. `load_reranker` rebuilds the model.
@@ -47,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from ragcourse import models, pipeline
-from ragcourse.bm25 import BM25
+from ragcourse.bm25 import BM25, tokenize
 from ragcourse.corpus import DATA_DIR, collapse, sha256_file
 from ragcourse.corpus_build import pip_download
 from ragcourse.dense import model_fingerprint
@@ -62,6 +64,7 @@ SOURCES_DIR = TRAINING_DIR / "sources"
 PAIRS_PATH = TRAINING_DIR / "pairs.jsonl"
 MODEL_DIR = ROOT / "models" / "reranker"
 RESULTS = ROOT / "benchmarks" / "results" / "finetuned.json"
+OVERLAP_RESULTS = ROOT / "benchmarks" / "results" / "training_overlap.json"
 WEIGHTS_FILE = "reranker.safetensors"
 MANIFEST_FILE = "manifest.json"
 COMMAND = "python benchmarks/reranker_train.py train"
@@ -348,6 +351,28 @@ def pair_counts(pairs: Sequence[Pair]) -> dict:
             "negatives": sum(1 - p.label for p in pairs), "queries_per_source": dict(sorted(per_source.items()))}
 
 
+def word_overlap(pairs: Sequence[Pair]) -> dict:
+    """Per question: the share of its words (BM25 tokens) in the positive and in the best negative.
+
+    >>> word_overlap([Pair("a b", "a", 1, "s", "positive"), Pair("a b", "a b", 0, "s", "bm25")])["positive_below"]
+    1
+    """
+    blocks: list[list[Pair]] = []
+    for pair in pairs:  # build_pairs writes each question's positive first, then its negatives
+        if pair.label == 1:
+            blocks.append([])
+        blocks[-1].append(pair)
+    shares = []
+    for block in blocks:
+        words = set(tokenize(block[0].query))
+        share = [len(words & set(tokenize(p.passage))) / max(1, len(words)) for p in block]
+        shares.append((share[0], max(share[1:])))
+    positive, negative = np.array(shares).T
+    return {"queries": len(blocks), "positive_below": int((positive < negative).sum()),
+            "mean_share_positive": round(float(positive.mean()), 3),
+            "mean_share_best_negative": round(float(negative.mean()), 3), "tokenizer": "ragcourse.bm25.tokenize"}
+
+
 def check_no_leaks(pairs: Sequence[Pair], forbidden: Sequence[str] | None = None) -> None:
     """Raise TrainingDataError listing every evaluation string found in a training query or passage.
 
@@ -600,6 +625,11 @@ def _run(args: argparse.Namespace) -> None:
         pairs = read_pairs() if PAIRS_PATH.is_file() else build()[0]
         check_no_leaks(pairs)
         print(f"no evaluation string occurs in {len(pairs)} training pairs")
+    elif args.command == "overlap":
+        pairs, sha = build()
+        record = {"pairs_sha256": sha, "command": "python benchmarks/reranker_train.py overlap", **word_overlap(pairs)}
+        OVERLAP_RESULTS.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {OVERLAP_RESULTS}: {record}")
     elif args.command == "train":
         _cmd_train(args.out, TrainConfig(lr=args.lr, epochs=args.epochs))
     else:
@@ -608,10 +638,10 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python benchmarks/reranker_train.py {fetch,build,check,train,ranks}`."""
+    """`python benchmarks/reranker_train.py {fetch,build,check,overlap,train,ranks}`."""
     parser = argparse.ArgumentParser(prog="python benchmarks/reranker_train.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["fetch", "build", "check", "train", "ranks"])
+    parser.add_argument("command", choices=["fetch", "build", "check", "overlap", "train", "ranks"])
     parser.add_argument("--out", type=Path, default=MODEL_DIR,
                         help="where `train` writes the model (`ranks` reads models/reranker)")
     parser.add_argument("--lr", type=float, default=TrainConfig.lr, help="AdamW learning rate for `train`")
