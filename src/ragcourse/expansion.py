@@ -31,7 +31,7 @@ EXPANSIONS = ("none", "clean", "feedback", "clean+feedback", "multi")
 REWRITE_PROMPT = ("Rewrite this search query in four different ways, using other words, so that a search engine "
                   "over software documentation finds the answer. Write one rewrite per line, nothing else."
                   "\n\nQuery: {query}")
-REWRITE_TOKENS = 80
+REWRITE_TOKENS = 48
 
 _GREETING = re.compile(r"^\s*(?:hi|hello|hey|dear|good (?:morning|afternoon|evening))\b[^.!?\n]{0,40}?[,.!:\n]\s*",
                        re.IGNORECASE)
