@@ -34,6 +34,8 @@ export RAGCOURSE_PROGRESS := 0
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
 BOOK_SOURCES := book/_config.yml book/_toc.yml $(wildcard book/*.md book/*.bib) $(NOTEBOOKS)
+# Files Sphinx does not track as sources: when one changes, every page is rebuilt (--all).
+BOOK_ASSETS := $(wildcard book/_static/* book/_ext/*.py book/figures/*) data/source_figures.csv
 LINT_PATHS := $(wildcard src tests benchmarks)
 
 # Pytest runs in its own network namespace (loopback only) when the kernel allows it;
@@ -78,9 +80,9 @@ $(STAMPS)/mathjax: scripts/fetch_mathjax.py | $(STAMPS)/install
 
 book: $(STAMPS)/book
 
-$(STAMPS)/book: $(STAMPS)/install $(STAMPS)/corpus $(STAMPS)/mathjax $(BOOK_SOURCES)
+$(STAMPS)/book: $(STAMPS)/install $(STAMPS)/corpus $(STAMPS)/mathjax $(BOOK_SOURCES) $(BOOK_ASSETS)
 	@test -f book/_extra/mathjax/tex-svg-full.js || { rm -f $(STAMPS)/mathjax; $(MAKE) mathjax; }
-	$(BIN)/jupyter-book build book -W -n --keep-going
+	$(BIN)/jupyter-book build book -W -n --keep-going $(if $(filter $(BOOK_ASSETS),$?),--all)
 	touch $@
 
 lint: $(STAMPS)/install
@@ -100,7 +102,9 @@ else
 OFFLINE = env
 endif
 
+# tests/test_book_browser.py opens every page in Debian's chromium, installed first when missing.
 test: lint book
+	@scripts/install_chromium.sh >/dev/null
 ifneq ($(NETNS),yes)
 	@echo ">> unshare -n is unavailable: relying on pytest-socket alone"
 endif
@@ -151,7 +155,7 @@ judge: $(STAMPS)/install $(STAMPS)/corpus
 	$(PY) benchmarks/judge_trial.py
 
 screenshots: book
-	scripts/screenshot.sh
+	PYTHON=$(PY) scripts/screenshot.sh
 
 clean:
 	rm -rf book/_build book/_extra/mathjax data/corpus data/cache

@@ -71,11 +71,27 @@ def test_landing_page_and_chapter_one_exist():
     assert (HTML / "notebooks" / "01-corpus.html").is_file()
 
 
-def test_every_toc_entry_has_a_page():
+def toc_files() -> list[str]:
+    """Every file the table of contents lists (root first), with or without parts."""
     toc = yaml.safe_load((ROOT / "book" / "_toc.yml").read_text(encoding="utf-8"))
-    entries = [toc["root"]] + [c["file"] for c in toc.get("chapters", [])]
-    missing = [e for e in entries if not (HTML / f"{e}.html").is_file()]
+    parts = toc.get("parts", [{"chapters": toc.get("chapters", [])}])
+    return [toc["root"]] + [c["file"] for part in parts for c in part.get("chapters", [])]
+
+
+def test_every_toc_entry_has_a_page():
+    missing = [e for e in toc_files() if not (HTML / f"{e}.html").is_file()]
     assert not missing, f"no HTML page for {missing}"
+
+
+def test_chapters_are_numbered_from_one_and_reference_pages_are_not():
+    numbered = {}
+    for name in toc_files():
+        page = (HTML / f"{name}.html").read_text(encoding="utf-8")
+        number = re.search(r'<h1><span class="section-number">([\d.]+)\s*</span>', page)
+        numbered[name] = number.group(1) if number else None
+    chapters = sorted(n for n in numbered if n.startswith("notebooks/"))
+    assert [numbered[c] for c in chapters] == [f"{i}." for i in range(1, len(chapters) + 1)], numbered
+    assert all(numbered[n] is None for n in numbered if not n.startswith("notebooks/")), numbered
 
 
 def test_no_page_fetches_from_an_outside_host():
@@ -117,3 +133,43 @@ def test_mathjax_is_served_locally_wherever_there_is_math():
         for url in scripts:
             assert not OUTSIDE_URL.match(url), f"{page.relative_to(HTML)} loads MathJax from {url}"
             assert _local_target(page, url) == MATHJAX.resolve(), (page, url)
+
+
+EXERCISE = re.compile(r'<div class="exercise[^"]*" id="([^"]+)">\s*<p class="admonition-title">'
+                      r'<span class="caption-number">Exercise ([\d.]+)\s*</span>')
+LINK_TO_EXERCISE = re.compile(r'<a class="reference internal" href="([^"]*)#(ex-\d+-\d+)"[^>]*>(.*?)</a>', re.S)
+
+
+def test_exercises_are_numbered_per_chapter_with_matching_labels():
+    """Chapter N's exercises read "Exercise N.1", "N.2", ... and carry the labels ex-N-1, ex-N-2, ..."""
+    chapters = [f for f in toc_files() if f.startswith("notebooks/")]
+    wrong = []
+    for n, name in enumerate(chapters, start=1):
+        found = EXERCISE.findall((HTML / f"{name}.html").read_text(encoding="utf-8"))
+        expected = [(f"ex-{n}-{k}", f"{n}.{k}") for k in range(1, len(found) + 1)]
+        if found != expected:
+            wrong.append(f"{name}: {found} (expected {expected})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_references_to_exercises_read_their_number():
+    """{numref}`ex-3-2` renders as a link reading "Exercise 3.2", wherever it is used."""
+    wrong = []
+    for page in _pages():
+        for _target, label, text in LINK_TO_EXERCISE.findall(page.read_text(encoding="utf-8")):
+            words = re.sub(r"<[^>]+>", "", text).strip()
+            number = label.removeprefix("ex-").replace("-", ".")
+            if words not in (f"Exercise {number}", f"exercise {number}"):
+                wrong.append(f"{page.relative_to(HTML)}: link to {label} reads {words!r}")
+    assert not wrong, "\n".join(wrong[:10])
+
+
+def test_the_sources_page_lists_every_figure_of_the_data_file():
+    """book/sources.md reads data/source_figures.csv at build time: each row is on the page, with its value."""
+    from ragcourse.sources import load
+
+    page = (HTML / "sources.html").read_text(encoding="utf-8")
+    missing = [name for name in load() if f">src_{name}<" not in page]
+    assert not missing, f"rows of data/source_figures.csv not on the sources page (rebuild the book): {missing}"
+    tables = re.findall(r'<table[^>]*class="[^"]*\bsource-figures\b', page)
+    assert len(tables) == 2, f"expected one table per source, found {len(tables)}"

@@ -1,0 +1,111 @@
+"""Every page of the built book, opened in a real headless Chromium at 1280 px (scripts/book_browser.py).
+
+Per page: nothing inside the main column is wider than the column (tables, display math, figures,
+printed output; code that scrolls sideways is allowed), no raw role or glue placeholder is left in
+the text, and the page requests nothing from another host. Pages are opened as file:// URLs, so the
+test runs offline. `make test` builds the book and installs Debian's chromium first, and sets
+RAGCOURSE_REQUIRE_BOOK=1, so there a missing book or browser is a failure; a bare `pytest` skips.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REQUIRED = os.environ.get("RAGCOURSE_REQUIRE_BOOK") == "1"
+
+
+def _driver():
+    spec = importlib.util.spec_from_file_location("book_browser", ROOT / "scripts" / "book_browser.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is being made
+    spec.loader.exec_module(module)
+    return module
+
+
+book_browser = _driver()
+if not (book_browser.HTML / "intro.html").is_file():
+    if REQUIRED:
+        raise AssertionError(f"{book_browser.HTML} is missing: `make book` should have built it")
+    pytest.skip("the book is not built (run `make book`)", allow_module_level=True)
+if book_browser.find_chromium() is None:
+    if REQUIRED:
+        raise AssertionError("chromium is not installed: `make test` installs it (apt-get install chromium)")
+    pytest.skip("chromium is not installed", allow_module_level=True)
+
+PAGES = book_browser.pages()
+# The browser's DevTools socket is on 127.0.0.1; tests/conftest.py still blocks every other host.
+pytestmark = pytest.mark.enable_socket
+
+
+@pytest.fixture(scope="module")
+def visits():
+    """page -> Visit, each page opened and measured once, in one browser."""
+    found: dict[str, object] = {}
+    with book_browser.Chromium() as browser:
+
+        def visit(page: str):
+            if page not in found:
+                found[page] = browser.check(page)
+            return found[page]
+
+        yield visit
+
+
+def test_every_chapter_and_reference_page_is_checked():
+    names = {Path(p).stem for p in PAGES}
+    assert {"intro", "sources", "glossary", "bibliography", "01-corpus"} <= names, sorted(names)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_nothing_is_wider_than_the_main_column(visits, page):
+    visit = visits(page)
+    left, right = visit.column
+    assert right - left > 500, f"{page}: the main column is only {right - left} px wide at 1280 px"
+    assert not visit.overflow, (f"{page}: wider than the main column ({right - left} px):\n  "
+                                + "\n  ".join(visit.overflow))
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_raw_role_or_glue_placeholder_is_left(visits, page):
+    visit = visits(page)
+    assert not visit.raw, f"{page}: role or directive text left unrendered: {visit.raw}"
+    assert not visit.placeholders, f"{page}: placeholder output instead of content: {visit.placeholders}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_the_page_requests_nothing_from_another_host(visits, page):
+    visit = visits(page)
+    assert visit.requests, f"{page}: no request recorded at all, so this check saw nothing"
+    assert not visit.outside, f"{page}: requests to other hosts: {visit.outside}"
+
+
+FAULTY_PAGE = """<!doctype html><html><head><style>article { width: 600px; padding: 0 10px; }</style></head>
+<body><article class="bd-article">
+<h2>A section</h2>
+<p>The value is {glue:text}<code>missing</code>, see {numref}<code>ex-3-2</code>.</p>
+<div style="overflow-x: auto"><table><tr><th>cut</th><td style="white-space: nowrap">answered_with_needle
+answered_without_needle wrongly_refused ood_refused answered_with_needle bluffed</td></tr></table></div>
+<p>fits</p><pre>a long line of typed code that scrolls {glue:text} inside its own box, which is fine ......</pre>
+<div class="cell_output"><pre>&lt;Figure size 640x480 with 1 Axes&gt;</pre></div>
+<img src="https://example.invalid/logo.png" alt=""><script src="//cdn.example.invalid/x.js"></script>
+</article></body></html>"""
+
+
+def test_the_checks_catch_a_faulty_page(tmp_path):
+    """A hand-made page with one fault of each kind: every check reports it (and only it)."""
+    (tmp_path / "faulty.html").write_text(FAULTY_PAGE, encoding="utf-8")
+    with book_browser.Chromium() as browser:
+        visit = browser.check("faulty.html", html=tmp_path)
+    assert visit.column == (18, 618), visit.column  # body margin 8 px + padding 10 px; 600 px wide
+    assert len(visit.overflow) == 1 and '<div> under "A section": "cut answered_with_needle' in visit.overflow[0], (
+        visit.overflow)
+    assert visit.raw == ["{glue:text}", "{numref}"], visit.raw
+    assert visit.placeholders == ["<Figure size 640x480 with 1 Axes>"], visit.placeholders
+    expected = ["file://cdn.example.invalid/x.js", "https://example.invalid/logo.png"]
+    assert sorted(visit.outside) == expected, visit.outside
