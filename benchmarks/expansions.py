@@ -16,11 +16,10 @@ import io
 import json
 import os
 import time
-from pathlib import Path
 
 from ragcourse import expansion, groundtruth, models, timings
 
-OUT = Path(__file__).resolve().parent / "results" / "expansions.json"
+OUT = expansion.REWRITES_FILE
 
 
 def main() -> None:

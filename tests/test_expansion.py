@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pytest
@@ -149,3 +150,15 @@ def test_every_ranking_is_a_permutation(words):
     for name in ("none", "clean", "feedback", "clean+feedback"):
         for method in ("dense", "bm25", "hybrid"):
             assert sorted(ex.Expanded(r, name).rank(" ".join(words), method)) == [0, 1, 2, 3]
+
+
+def test_stored_rewrites_are_refused_when_stale(tmp_path):
+    path = tmp_path / "expansions.json"
+    with pytest.raises(FileNotFoundError, match="benchmarks/expansions.py"):
+        ex.stored_rewrites(path)
+    path.write_text('{"prompt": "another prompt", "max_new_tokens": 48, "queries": {}}', encoding="utf-8")
+    with pytest.raises(ValueError, match="re-run"):
+        ex.stored_rewrites(path)
+    path.write_text(json.dumps({"prompt": ex.REWRITE_PROMPT, "max_new_tokens": ex.REWRITE_TOKENS, "queries": {}}),
+                    encoding="utf-8")
+    assert ex.stored_rewrites(path)["queries"] == {}

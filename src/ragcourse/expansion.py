@@ -16,11 +16,13 @@ Three expansions, each a pure function of the query (and, for feedback, of a fir
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .bm25 import tokenize
 from .fusion import rrf
@@ -32,6 +34,8 @@ REWRITE_PROMPT = ("Rewrite this search query in four different ways, using other
                   "over software documentation finds the answer. Write one rewrite per line, nothing else."
                   "\n\nQuery: {query}")
 REWRITE_TOKENS = 48
+#: SmolLM2's stored rewrites, written by `python benchmarks/expansions.py`.
+REWRITES_FILE = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "expansions.json"
 
 _GREETING = re.compile(r"^\s*(?:hi|hello|hey|dear|good (?:morning|afternoon|evening))\b[^.!?\n]{0,40}?[,.!:\n]\s*",
                        re.IGNORECASE)
@@ -189,6 +193,17 @@ def parse_reformulations(output: str, query: str, most: int = 5) -> list[str]:
             seen.add(text.lower())
             found.append(text)
     return found[:most]
+
+
+def stored_rewrites(path: Path = REWRITES_FILE) -> dict:
+    """The stored generator record; refused, with what to re-run, if its prompt or token budget is not the package's."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `python benchmarks/expansions.py` to generate the rewrites")
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if record.get("prompt") != REWRITE_PROMPT or record.get("max_new_tokens") != REWRITE_TOKENS:
+        raise ValueError(f"{path} was generated with another prompt or token budget than REWRITE_PROMPT and "
+                         f"REWRITE_TOKENS={REWRITE_TOKENS}: re-run `python benchmarks/expansions.py`")
+    return record
 
 
 @dataclass
