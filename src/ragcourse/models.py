@@ -178,3 +178,24 @@ def load_generator():
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GENERATOR_GGUF)
     model.eval()
     return tokenizer, model
+
+
+def generate(prompt: str, max_new_tokens: int = 120, threads: int = 1) -> tuple[str, int]:
+    """SmolLM2's greedy reply to one user message: (text, new tokens). Deterministic for a given machine.
+
+    Runs on `threads` threads (one is fastest on a busy two-core machine), then restores TORCH_THREADS.
+    """
+    import torch
+
+    tokenizer, model = load_generator()
+    inputs = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                           return_tensors="pt", return_dict=True)
+    torch.set_num_threads(threads)
+    try:
+        with torch.no_grad():
+            out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, temperature=None,
+                                 top_p=None, top_k=None, pad_token_id=tokenizer.eos_token_id)
+    finally:
+        torch.set_num_threads(TORCH_THREADS)
+    new = out[0, inputs["input_ids"].shape[1]:]
+    return tokenizer.decode(new, skip_special_tokens=True), len(new)

@@ -1,0 +1,274 @@
+"""Fix the query before it reaches the index (chapter 10): ticket clean-up, feedback terms, reformulations.
+
+Three expansions, each a pure function of the query (and, for feedback, of a first BM25 pass):
+
+- `clean_ticket` strips greetings and sign-offs and pulls out exact identifiers (option names,
+  directive names, file names, quoted messages, code names such as ``AUTH_4027``); `exact_ranking`
+  ranks the chunks that contain them verbatim, a third list for RRF: the exact-match boost.
+- `feedback_terms` is RM3-style pseudo-relevance feedback with no model: the terms most probable in
+  the top k texts of a first BM25 pass, each text weighted by its score.
+- `parse_reformulations` reads the 3-5 rewrites a generator wrote (chapter 10 stores SmolLM2's greedy
+  output and checks it against live generation).
+
+`Expanded` wraps a `pipeline.Retriever` with any of them and keeps its interface (`rank`,
+`rankings`), so expansion composes with hybrid retrieval and with reranking.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .bm25 import tokenize
+from .fusion import rrf
+from .pipeline import METHODS, Retriever, ranked_chunks
+
+EXPANSIONS = ("none", "clean", "feedback", "clean+feedback", "multi")
+#: What chapter 10 asks SmolLM2 (greedy, at most REWRITE_TOKENS new tokens) for the "multi" expansion.
+REWRITE_PROMPT = ("Rewrite this search query in four different ways, using other words, so that a search engine "
+                  "over software documentation finds the answer. Write one rewrite per line, nothing else."
+                  "\n\nQuery: {query}")
+REWRITE_TOKENS = 48
+#: SmolLM2's stored rewrites, written by `python benchmarks/expansions.py`.
+REWRITES_FILE = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "expansions.json"
+
+_GREETING = re.compile(r"^\s*(?:hi|hello|hey|dear|good (?:morning|afternoon|evening))\b[^.!?\n]{0,40}?[,.!:\n]\s*",
+                       re.IGNORECASE)
+_SIGN_OFF = re.compile(
+    r"\s*(?:thanks?(?: you| a lot| so much)?(?: in advance)?|cheers|regards|best|"
+    r"any (?:help|ideas?|pointers?|hints?)(?: (?:would be|is))?(?: (?:much|greatly|really))? appreciated|"
+    r"please help(?: me)?|help!?)\s*[.!]*\s*$",
+    re.IGNORECASE,
+)
+_IDENTIFIERS = (
+    re.compile(r"`([^`\n]{2,60})`"),                                   # `quoted code`
+    re.compile(r"\"([^\"\n]{4,80})\""),                                # "an error message"
+    re.compile(r"(?<![\w-])(--?[a-z][a-z0-9]*(?:-[a-z0-9]+)+)"),         # --option-names
+    re.compile(r"(?<![\w.])([a-z][a-z0-9-]*::)"),                       # directive::
+    re.compile(r"(?<![\w/.-])([\w-]+\.(?:py|txt|rst|conf|cfg|css|html|tex|xml|odt|json|ini|toml))\b"),
+    re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b"),                     # CONSTANT_CASE, AUTH_4027
+    re.compile(r"\b([a-z][a-z0-9]*_[a-z0-9_]+)\b"),                     # snake_case
+    re.compile(r"\b([a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)\b"),  # camelCase, CamelCase
+)
+
+
+@dataclass(frozen=True)
+class Cleaned:
+    """A ticket without its greeting and sign-off, and the exact identifiers found in it."""
+
+    query: str
+    identifiers: tuple[str, ...]
+
+
+def strip_boilerplate(ticket: str) -> str:
+    """The ticket without a leading greeting or trailing thanks/sign-offs.
+
+    >>> strip_boilerplate("Hi all, the --stylesheet option is ignored. Thanks in advance!")
+    'the --stylesheet option is ignored.'
+    """
+    text = _GREETING.sub("", ticket, count=1)
+    previous = None
+    while previous != text:
+        previous, text = text, _SIGN_OFF.sub("", text)
+    return text.strip() or ticket.strip()
+
+
+def identifiers(text: str) -> tuple[str, ...]:
+    """Exact strings worth matching verbatim, in order of appearance, without repeats.
+
+    >>> identifiers('rst2html says "Unknown directive type" for my_table in docs.conf, AUTH_4027')
+    ('Unknown directive type', 'docs.conf', 'AUTH_4027', 'my_table')
+    """
+    found: list[str] = []
+    for pattern in _IDENTIFIERS:
+        for match in pattern.finditer(text):
+            value = match.group(1).strip()
+            if value and value not in found and not any(value in f for f in found):
+                found.append(value)
+    return tuple(found)
+
+
+def clean_ticket(ticket: str) -> Cleaned:
+    """Strip the boilerplate, then pull out the identifiers.
+
+    >>> clean_ticket("Hello, how do I set --tab-width? Thanks!")
+    Cleaned(query='how do I set --tab-width?', identifiers=('--tab-width',))
+    """
+    query = strip_boilerplate(ticket)
+    return Cleaned(query, identifiers(query))
+
+
+def exact_ranking(texts: Sequence[str], wanted: Iterable[str]) -> list[int]:
+    """Positions of the texts that contain any wanted string verbatim (case-insensitive), most matched first.
+
+    Texts with no match are left out: this list only adds votes in RRF, it never removes any.
+
+    >>> exact_ranking(["use --tab-width", "no", "--tab-width and tab_size"], ["--tab-width", "tab_size"])
+    [2, 0]
+    """
+    patterns = [_verbatim(w) for w in wanted]
+    counts = [(sum(bool(p.search(t)) for p in patterns), i) for i, t in enumerate(texts)]
+    return [i for n, i in sorted(counts, key=lambda c: (-c[0], c[1])) if n > 0]
+
+
+def _verbatim(identifier: str) -> re.Pattern:
+    """The identifier as a whole word where it starts or ends with a word character: "tab" misses "tables"."""
+    left = r"(?<!\w)" if re.match(r"\w", identifier) else ""
+    right = r"(?!\w)" if re.search(r"\w$", identifier) else ""
+    return re.compile(left + re.escape(identifier) + right, re.IGNORECASE)
+
+
+def selective(wanted: Iterable[str], texts: Sequence[str], max_share: float = 0.02) -> list[str]:
+    """The wanted strings found verbatim in at least one text and at most `max_share` of them.
+
+    An identifier is worth an exact match only when it is rare, as a term with a high idf is: "LaTeX"
+    or "note" occurs everywhere in a LaTeX writer's manual and would boost nothing in particular.
+
+    >>> selective(["--tab-width", "tab", "missing"], ["--tab-width", "tab", "tab", "tab"], max_share=0.5)
+    ['--tab-width']
+    """
+    kept = []
+    for w in wanted:
+        pattern = _verbatim(w)
+        n = sum(bool(pattern.search(t)) for t in texts)
+        if 0 < n <= max_share * len(texts):
+            kept.append(w)
+    return kept
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """RM3-style settings: texts fed back, terms added, and the idf a term needs to be added."""
+
+    texts: int = 10
+    terms: int = 10
+    min_idf: float = 1.0
+
+
+def feedback_terms(texts: Sequence[str], scores: Sequence[float], query: str,
+                   settings: Feedback = Feedback(), doc_freq: Mapping[str, int] | None = None) -> list[str]:
+    """The terms most probable in the top texts, P(w|R) = sum_d P(w|d) s(d) / sum_d s(d), new to the query.
+
+    `scores` are the first pass's scores; terms in too many texts (idf below `min_idf`) are skipped.
+
+    >>> feedback_terms(["tab width tab", "tab stops", "colour"], [2.0, 1.0, 0.0], "tab",
+    ...                Feedback(texts=2, terms=2, min_idf=0.0))
+    ['width', 'stops']
+    """
+    order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))[: settings.texts]
+    top = [i for i in order if scores[i] > 0]
+    total = sum(scores[i] for i in top) or 1.0
+    doc_freq = doc_freq if doc_freq is not None else Counter(t for text in texts for t in set(tokenize(text)))
+    asked = set(tokenize(query))
+    weight: Counter[str] = Counter()
+    for i in top:
+        tokens = Counter(tokenize(texts[i]))
+        length = sum(tokens.values())
+        for term, count in tokens.items():
+            if term not in asked and _idf(len(texts), doc_freq[term]) >= settings.min_idf:
+                weight[term] += count / length * scores[i] / total
+    return [term for term, _ in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.terms]]
+
+
+def _idf(n_texts: int, df: int) -> float:
+    return math.log1p((n_texts - df + 0.5) / (df + 0.5))
+
+
+def parse_reformulations(output: str, query: str, most: int = 5) -> list[str]:
+    """The generator's rewrites, one per line: numbering and quotes stripped, repeats and the query dropped.
+
+    >>> parse_reformulations('1. "transaction error"\\n2. billing declined\\n- billing declined\\n', "payment failed")
+    ['transaction error', 'billing declined']
+    """
+    seen = {query.strip().lower()}
+    found = []
+    for line in output.splitlines():
+        text = re.sub(r"^\s*(?:[-*•]|\d+[.):])\s*", "", line).strip().strip("\"'“”").strip()
+        if len(text) >= 3 and text.lower() not in seen:
+            seen.add(text.lower())
+            found.append(text)
+    return found[:most]
+
+
+def stored_rewrites(path: Path = REWRITES_FILE) -> dict:
+    """The stored generator record; refused, with what to re-run, if its prompt or token budget is not the package's."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `python benchmarks/expansions.py` to generate the rewrites")
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if record.get("prompt") != REWRITE_PROMPT or record.get("max_new_tokens") != REWRITE_TOKENS:
+        raise ValueError(f"{path} was generated with another prompt or token budget than REWRITE_PROMPT and "
+                         f"REWRITE_TOKENS={REWRITE_TOKENS}: re-run `python benchmarks/expansions.py`")
+    return record
+
+
+@dataclass
+class Expanded:
+    """A retriever whose queries are expanded first; `rank` and `rankings` work as `Retriever`'s do.
+
+    `expansion` is one of EXPANSIONS ("clean+feedback" feeds back from the cleaned query and adds the
+    identifier list); "multi" reads the rewrites from `reformulations` (query text -> list of rewrites).
+    """
+
+    retriever: Retriever
+    expansion: str = "clean"
+    feedback: Feedback = Feedback()
+    max_share: float = 0.02
+    reformulations: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    _doc_freq: Counter = field(default_factory=Counter, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.expansion not in EXPANSIONS:
+            raise ValueError(f"expansion {self.expansion!r} is not one of {list(EXPANSIONS)}")
+        self._texts = [c.text for c in self.retriever.chunks]
+        self._doc_freq = Counter(t for text in self._texts for t in set(tokenize(text)))
+
+    def lists(self, query: str, method: str = "hybrid") -> list[list[int]]:
+        """The rankings RRF fuses for this query: the plain method's lists plus the expansion's."""
+        if method not in METHODS:
+            raise ValueError(f"method {method!r} is not one of {list(METHODS)}")
+        r = self.retriever
+        if self.expansion in ("clean", "clean+feedback"):
+            cleaned = clean_ticket(query)
+            base = (self._feedback_lists(cleaned.query, method) if self.expansion == "clean+feedback"
+                    else _method_lists(r, cleaned.query, method))
+            exact = exact_ranking(self._texts, selective(cleaned.identifiers, self._texts, self.max_share))
+            return base + ([exact] if exact else [])
+        if self.expansion == "feedback":
+            return self._feedback_lists(query, method)
+        if self.expansion == "multi":
+            rewrites = self.reformulations.get(query)
+            if rewrites is None:
+                raise KeyError(f"no stored reformulations for the query {query!r}")
+            return [lst for q in [query, *rewrites] for lst in _method_lists(r, q, method)]
+        return _method_lists(r, query, method)
+
+    def _feedback_lists(self, query: str, method: str) -> list[list[int]]:
+        r = self.retriever
+        terms = feedback_terms(self._texts, r.bm25.scores(query), query, self.feedback, self._doc_freq)
+        expanded = r.bm25.rank(f"{query} {query} {' '.join(terms)}").tolist()  # original terms weigh double
+        if method == "bm25":
+            return [expanded]
+        dense = r.rank(query, "dense")
+        return [dense] if method == "dense" else [dense, expanded]
+
+    def rank(self, query: str, method: str = "hybrid") -> list[int]:
+        """Chunk positions best first: RRF (k=60) over `lists`; a single list is returned as it is."""
+        lists = self.lists(query, method)
+        return list(lists[0]) if len(lists) == 1 else [int(i) for i in rrf(lists)]
+
+    def rankings(self, queries: Iterable, method: str = "hybrid", depth: int | None = None) -> dict[str, list]:
+        """query id -> chunks best first, for `evaluation.evaluate` (as `Retriever.rankings`)."""
+        positions = {q.id: self.rank(q.text, method) for q in queries}
+        return ranked_chunks(self.retriever.chunks, positions, depth)
+
+
+def _method_lists(retriever: Retriever, query: str, method: str) -> list[list[int]]:
+    """The lists that `Retriever.rank` fuses for one method: one for dense or BM25, two for hybrid."""
+    if method != "hybrid":
+        return [retriever.rank(query, method)]
+    return [retriever.rank(query, "dense"), retriever.rank(query, "bm25")]

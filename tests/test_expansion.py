@@ -1,0 +1,164 @@
+"""Query expansion on small fixed inputs: each expansion's output written out by hand."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ragcourse import expansion as ex
+from ragcourse.bm25 import BM25
+from ragcourse.fusion import rrf
+
+TEXTS = [
+    "Set the tab width with --tab-width in docutils.conf.",
+    "Tables: grid tables and simple tables.",
+    "The AUTH_4027 error means the token expired; renew it.",
+    "Tab characters expand to tab stops every 8 columns.",
+]
+
+
+@dataclass(frozen=True)
+class FakeChunk:
+    text: str
+
+
+@dataclass
+class FakeRetriever:
+    """BM25 for real; 'dense' is a fixed order, so the expected fusions can be written by hand."""
+
+    texts: list[str]
+    dense_order: list[int]
+    chunks: list[FakeChunk] = field(init=False)
+    bm25: BM25 = field(init=False)
+
+    def __post_init__(self):
+        self.chunks = [FakeChunk(t) for t in self.texts]
+        self.bm25 = BM25(self.texts)
+
+    def rank(self, query, method="dense", vector=None):
+        if method == "bm25":
+            return self.bm25.rank(query).tolist()
+        if method == "dense":
+            return list(self.dense_order)
+        return [int(i) for i in rrf([self.dense_order, self.bm25.rank(query).tolist()])]
+
+
+@pytest.fixture
+def retriever():
+    return FakeRetriever(TEXTS, dense_order=[1, 3, 0, 2])
+
+
+def test_boilerplate_goes_and_the_question_stays():
+    ticket = "Hey team! AUTH_4027 again. Any help would be greatly appreciated."
+    assert ex.strip_boilerplate(ticket) == "AUTH_4027 again."
+    assert ex.strip_boilerplate("Thanks!") == "Thanks!"  # nothing but boilerplate: keep the ticket
+    assert ex.strip_boilerplate("why is this?") == "why is this?"
+
+
+def test_identifiers_of_each_kind():
+    ticket = 'with .. code:: and --number-lines I get "Unknown option" from my_conf.py; FooBar, AUTH_4027'
+    assert ex.identifiers(ticket) == ("Unknown option", "--number-lines", "code::", "my_conf.py", "AUTH_4027",
+                                      "FooBar")  # my_conf is inside my_conf.py: not repeated
+
+
+def test_exact_ranking_counts_distinct_matches_then_position():
+    assert ex.exact_ranking(TEXTS, ["auth_4027"]) == [2]
+    assert ex.exact_ranking(TEXTS, ["tab", "docutils.conf"]) == [0, 3]  # 0 has both, 3 has "tab"
+    assert ex.exact_ranking(TEXTS, ["nowhere"]) == []
+
+
+def test_selective_keeps_rare_identifiers_only():
+    assert ex.selective(["AUTH_4027", "tab", "absent"], TEXTS, max_share=0.25) == ["AUTH_4027"]
+    assert ex.selective(["tab"], TEXTS, max_share=0.5) == ["tab"]  # in 2 of 4 texts
+
+
+def test_feedback_terms_are_the_relevance_model():
+    # "tab" is in texts 0 (10 tokens, tab twice, width twice) and 3 (9 tokens, tab twice); s3 > s0 as 3 is shorter.
+    # P(w|R) = sum_d tf(w, d)/|d| * s_d / (s0 + s3): width 2/10 s0 beats every 1/9 s3 term, which beat 1/10 s0;
+    # ties by the term itself.
+    scores = BM25(TEXTS).scores("tab")
+    assert scores[3] > scores[0] > 0 and 2 / 10 * scores[0] > 1 / 9 * scores[3] > 1 / 10 * scores[0]
+    terms = ex.feedback_terms(TEXTS, scores, "tab", ex.Feedback(texts=2, terms=3, min_idf=0.0))
+    assert terms == ["width", "8", "characters"]
+
+
+def test_feedback_skips_common_terms():
+    # "the" is in 2 of 4 texts: idf = ln(1 + 2.5 / 2.5) = ln 2 = 0.693; a term in 1 text has ln(1 + 3.5 / 1.5) = 1.204
+    scores = BM25(TEXTS).scores("tab")
+    assert "the" in ex.feedback_terms(TEXTS, scores, "tab", ex.Feedback(texts=2, terms=50, min_idf=0.69))
+    assert "the" not in ex.feedback_terms(TEXTS, scores, "tab", ex.Feedback(texts=2, terms=50, min_idf=0.70))
+
+
+def test_parse_reformulations():
+    out = "1. Transaction error\n2) billing declined\n* payment failed\n\n- ok\n• charge unsuccessful\n"
+    assert ex.parse_reformulations(out, "Payment failed") == ["Transaction error", "billing declined",
+                                                              "charge unsuccessful"]
+    assert ex.parse_reformulations("a\nb\nc\nd\ne\nf\ng", "q", most=5) == []  # shorter than 3 characters
+    assert len(ex.parse_reformulations("\n".join(f"rewrite {i}" for i in range(9)), "q")) == 5
+
+
+def test_none_is_the_plain_retriever(retriever):
+    x = ex.Expanded(retriever, "none")
+    for method in ("dense", "bm25", "hybrid"):
+        assert x.rank("tab width", method) == retriever.rank("tab width", method)
+
+
+def test_clean_adds_the_exact_list_to_rrf(retriever):
+    x = ex.Expanded(retriever, "clean", max_share=0.25)
+    query = "Hi, what is AUTH_4027? Thanks!"
+    lists = x.lists(query, "hybrid")
+    assert lists == [[1, 3, 0, 2], retriever.bm25.rank("what is AUTH_4027?").tolist(), [2]]
+    assert x.rank(query, "hybrid") == [int(i) for i in rrf(lists)]
+
+
+def test_clean_plus_feedback_feeds_back_from_the_cleaned_query(retriever):
+    x = ex.Expanded(retriever, "clean+feedback", max_share=0.25)
+    query = "Hello, AUTH_4027 tab? Cheers"
+    feedback_only = ex.Expanded(retriever, "feedback").lists("AUTH_4027 tab?", "hybrid")
+    assert x.lists(query, "hybrid") == feedback_only + [[2]]
+
+
+def test_multi_fuses_every_rewrite_and_needs_stored_rewrites(retriever):
+    x = ex.Expanded(retriever, "multi", reformulations={"tab": ["tab stops", "tab width"]})
+    lists = x.lists("tab", "bm25")
+    assert lists == [retriever.bm25.rank(q).tolist() for q in ("tab", "tab stops", "tab width")]
+    with pytest.raises(KeyError, match="no stored reformulations"):
+        x.rank("other", "bm25")
+
+
+def test_unknown_expansion_and_method_name_the_choices(retriever):
+    with pytest.raises(ValueError, match="'rm3' is not one of"):
+        ex.Expanded(retriever, "rm3")
+    with pytest.raises(ValueError, match="'sparse' is not one of"):
+        ex.Expanded(retriever, "none").rank("q", "sparse")
+
+
+@given(st.text(max_size=200))
+def test_cleaning_never_invents_text(ticket):
+    cleaned = ex.clean_ticket(ticket)
+    assert cleaned.query in ticket or cleaned.query == ticket.strip()
+    assert all(i in ticket for i in cleaned.identifiers)
+
+
+@given(st.lists(st.sampled_from(["tab", "width", "grid", "table", "the", "error"]), min_size=1, max_size=6))
+def test_every_ranking_is_a_permutation(words):
+    r = FakeRetriever(TEXTS, dense_order=[1, 3, 0, 2])
+    for name in ("none", "clean", "feedback", "clean+feedback"):
+        for method in ("dense", "bm25", "hybrid"):
+            assert sorted(ex.Expanded(r, name).rank(" ".join(words), method)) == [0, 1, 2, 3]
+
+
+def test_stored_rewrites_are_refused_when_stale(tmp_path):
+    path = tmp_path / "expansions.json"
+    with pytest.raises(FileNotFoundError, match="benchmarks/expansions.py"):
+        ex.stored_rewrites(path)
+    path.write_text('{"prompt": "another prompt", "max_new_tokens": 48, "queries": {}}', encoding="utf-8")
+    with pytest.raises(ValueError, match="re-run"):
+        ex.stored_rewrites(path)
+    path.write_text(json.dumps({"prompt": ex.REWRITE_PROMPT, "max_new_tokens": ex.REWRITE_TOKENS, "queries": {}}),
+                    encoding="utf-8")
+    assert ex.stored_rewrites(path)["queries"] == {}
