@@ -442,6 +442,19 @@ def test_a_second_run_embeds_nothing_and_gives_the_same_json(evaluated):
     assert (root / "again" / "results.json").read_text() == (root / "out" / "results.json").read_text()
 
 
+def test_a_second_run_without_rerank_never_loads_the_model(evaluated, monkeypatch):
+    """Chunk and query vectors all come from the cache, so the model (and torch) is not even loaded."""
+    from ragcourse import models
+
+    argv, root, _, _ = evaluated
+    monkeypatch.setattr(models, "load_embedder", lambda: pytest.fail("the embedder was loaded"))
+    assert main(argv[:4] + ["--strategies", "A,E", "--methods", "dense,hybrid",
+                            "--out", str(root / "warm")]) == 0
+    runs = json.loads((root / "warm" / "results.json").read_text())["runs"]
+    first = [r for r in json.loads((root / "out" / "results.json").read_text())["runs"] if not r["rerank"]]
+    assert runs == first
+
+
 def test_report_html_is_self_contained(evaluated):
     out = evaluated[1] / "out"
     page = (out / "report.html").read_text(encoding="utf-8")

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy import stats
 from scipy.stats import binomtest
 
 from ragcourse.chunking import Chunk
@@ -30,6 +31,7 @@ from ragcourse.evaluation import (
     interval_table,
     normalize,
     randomization_test,
+    share_over_questions,
     sign_test,
     summarize,
     sweep,
@@ -461,3 +463,12 @@ def test_detectable_compares_questions_not_queries():
     assert result.n == 3 and result.difference == pytest.approx(1 / 3)
     assert result.sd == pytest.approx(math.sqrt(((1 / 6) ** 2 * 2 + (1 / 3) ** 2) / 2))
     assert result.p == 0.5  # exact: 4 of the 8 sign patterns give |sum| >= 1.0 (the 0 difference cannot move)
+
+
+def test_share_over_questions_averages_phrasings_then_takes_a_clipped_t_interval():
+    ids = ["a/doc", "a/ticket", "b/doc", "b/ticket", "c/doc", "c/ticket", "d/doc", "d/ticket"]
+    flags = [True, True, True, False, False, True, True, True]  # per question: 1, 0.5, 0.5, 1
+    share, low, high = share_over_questions(ids, flags)
+    half = stats.t.ppf(0.975, 3) * np.std([1, 0.5, 0.5, 1], ddof=1) / 2
+    assert share == 0.75
+    assert low == pytest.approx(0.75 - half) and high == 1.0  # 0.75 + half > 1: clipped

@@ -51,6 +51,9 @@ def test_rounded_rounds_arrays_and_frames():
     assert rounded(np.array([0.12345, 2.0]), 2).tolist() == [0.12, 2.0]
     frame = pd.DataFrame({"d": [0.80636358, 0.32585144], "n": [1, 2]})
     assert rounded(frame, 4).to_dict("list") == {"d": [0.8064, 0.3259], "n": [1, 2]}
+    tiny = rounded(pd.DataFrame({"d": [-1.1e-16, 1.1e-16]}))  # machine noise around an exact zero
+    assert [math.copysign(1, x) for x in tiny["d"]] == [1.0, 1.0]
+    assert [math.copysign(1, x) for x in rounded(pd.Series([-1e-9]))] == [1.0]
 
 
 def test_dense_distances_are_rounded_before_they_rank():

@@ -32,13 +32,8 @@ def tuned_bm25(ns):
     answer = ns.get("answer_4_1")
     assert isinstance(answer, dict) and {"k1", "b", "mrr"} <= set(answer), "answer_4_1 needs k1, b and mrr"
     assert answer["k1"] in ns["GRID_K1"] and answer["b"] in ns["GRID_B"], "(k1, b) must come from the grid"
-    mine = _bm25_mrr(ns, answer["k1"], answer["b"])
-    assert math.isclose(mine, float(answer["mrr"]), abs_tol=1e-6), "the MRR does not recompute for your (k1, b)"
-    best = max(_bm25_mrr(ns, k1, b) for k1 in ns["GRID_K1"] for b in ns["GRID_B"])
-    if not math.isclose(mine, best, abs_tol=1e-12):
-        print("Exercise 4.1: your MRR is computed correctly, but another pair on the grid scores higher")
-        return 0.5
-    return None
+    grid = [_bm25_mrr(ns, k1, b) for k1 in ns["GRID_K1"] for b in ns["GRID_B"]]
+    return _best_on_grid("4.1", answer, _bm25_mrr(ns, answer["k1"], answer["b"]), grid, "(k1, b)")
 
 
 @check("4.2", points=2)
@@ -48,11 +43,15 @@ def weighted_rrf_weight(ns):
     answer = ns.get("answer_4_2")
     assert isinstance(answer, dict) and {"w", "mrr"} <= set(answer), "answer_4_2 needs w and mrr"
     assert answer["w"] in ns["GRID_W"], "w must come from GRID_W"
-    mine = _hybrid_mrr(ns, answer["w"])
-    assert math.isclose(mine, float(answer["mrr"]), abs_tol=1e-6), "the MRR does not recompute for your w"
-    best = max(_hybrid_mrr(ns, w) for w in ns["GRID_W"])
-    if not math.isclose(mine, best, abs_tol=1e-12):
-        print("Exercise 4.2: your MRR is computed correctly, but another weight scores higher")
+    grid = [_hybrid_mrr(ns, w) for w in ns["GRID_W"]]
+    return _best_on_grid("4.2", answer, _hybrid_mrr(ns, answer["w"]), grid, "w")
+
+
+def _best_on_grid(exercise: str, answer: dict, mine: float, grid: list[float], what: str) -> float | None:
+    """Full marks for the grid's best MRR, half for a correct MRR of another point (the student's `what`)."""
+    assert math.isclose(mine, float(answer["mrr"]), abs_tol=1e-6), f"the MRR does not recompute for your {what}"
+    if not math.isclose(mine, max(grid), abs_tol=1e-12):
+        print(f"Exercise {exercise}: your MRR is computed correctly, but another {what} on the grid scores higher")
         return 0.5
     return None
 

@@ -17,8 +17,8 @@ with it and no Python code runs per text; a term in most texts is added as a ful
 
 What it leaves out: stemming, stop words, phrase queries, other idf variants. ``rank_bm25``'s
 ``BM25Okapi`` uses ``ln((N - n + 0.5) / (n + 0.5))`` with a floor for negative values instead; the
-tests show the difference. ``benchmarks/bench_bm25.py`` times this class against
-``BM25Okapi.get_scores``: rank-bm25 is needed by the tests, the benchmarks and chapter 4, not here.
+tests show the difference. ``benchmarks/bench_scale.py`` times this class against
+bm25s and ``BM25Okapi.get_scores``: rank-bm25 is needed by the tests, the benchmarks and chapter 4, not here.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import os
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -108,9 +108,9 @@ class Embedder:
         try:
             with np.load(path, allow_pickle=False) as data:
                 keys, vectors = data["keys"].tolist(), data["vectors"]
-            if vectors.ndim != 2 or vectors.shape[1] != self.dim or len(keys) != len(vectors) \
-                    or not np.isfinite(vectors).all():
-                raise ValueError(f"{len(keys)} keys for vectors of shape {vectors.shape}, expected dim {self.dim}")
+            if vectors.ndim != 2 or len(keys) != len(vectors) or not np.isfinite(vectors).all() \
+                    or (getattr(self.model, "loaded", True) and vectors.shape[1] != self.dim):
+                raise ValueError(f"{len(keys)} keys for vectors of shape {vectors.shape}")
         except Exception as err:  # a truncated or foreign file: zipfile, numpy and OS errors alike
             if warn:
                 warnings.warn(f"embedding cache {path} is corrupt ({type(err).__name__}: {err}); "
@@ -153,6 +153,10 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([cache[k] for k in keys])
 
+    def encode_queries(self, queries: list[str]) -> np.ndarray:
+        """Query vectors, cached like chunks' but embedded one at a time, as `encode_query` embeds them."""
+        return replace(self, batch_size=1).encode(list(queries))  # batches pad, which moves the 7th digit
+
     def encode_query(self, query: str) -> np.ndarray:
         """One query vector, never cached (queries are cheap and timing them is part of the lesson)."""
         return self.model.encode([query], convert_to_numpy=True, normalize_embeddings=True)[0]
@@ -162,10 +166,9 @@ def load_embedder(cache_dir: Path | None = CACHE_DIR) -> Embedder:
     """The default embedder (see `ragcourse.models`) wrapped with the vector cache."""
     from . import models
 
-    spec = models.embedder_spec()
-    model = models.load_embedder()
-    return Embedder(model=model, name=spec.name, fingerprint=model_fingerprint(spec.source),
-                    cache_dir=cache_dir)
+    spec = models.embedder_spec()  # a missing model is reported now, though it loads on first use
+    return Embedder(model=models.Lazy(models.load_embedder), name=spec.name,
+                    fingerprint=model_fingerprint(spec.source), cache_dir=cache_dir)
 
 
 def cosine_distances(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:

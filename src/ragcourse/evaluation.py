@@ -454,6 +454,17 @@ class Detectable(NamedTuple):
     needed_for_005: int
 
 
+def share_over_questions(query_ids: Sequence[str], flags: Sequence[bool]) -> tuple[float, float, float]:
+    """The share of queries flagged, as a mean over questions, with its 95 % t interval clipped to [0, 1].
+
+    >>> share_over_questions(["q1/doc", "q1/ticket", "q2/doc", "q2/ticket"], [True, False, True, True])
+    (0.75, 0.0, 1.0)
+    """
+    shares = per_question(pd.DataFrame({"query": list(query_ids), "flag": np.asarray(flags, dtype=float)}), "flag")
+    low, high = mean_interval(shares)
+    return float(shares.mean()), max(0.0, low), min(1.0, high)
+
+
 def detectable(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, column: str = "rr",
                alpha: float = 0.05, power: float = 0.8) -> Detectable:
     """Compare A with B question by question: mean difference, randomization p, and the smallest

@@ -18,16 +18,14 @@ RST file is one section), and following symbolic links out of the folder.
 
 from __future__ import annotations
 
-import json
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .chunking import paragraph_spans, sentence_spans
 from .corpus import Document, collapse
-from .groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle
+from .groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle, read_records
 from .index import MAX_BYTES, ExtractionError, _binary_kind
 
 #: File types read as UTF-8 text, as HTML, and as PDF.
@@ -197,42 +195,6 @@ def export_corpus(documents: Sequence[Document], dest: str | Path) -> list[Path]
 # ---------------------------------------------------------------- questions
 
 
-def _records(path: Path, required: Sequence[str], optional: Sequence[str]) -> list[tuple[int, dict]]:
-    """(line number, record) per non-blank JSONL line; BOM and CRLF accepted; errors name the line."""
-    if not path.is_file():
-        raise GroundTruthError(f"{path}: file not found")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise GroundTruthError(f"{path}: not UTF-8 (byte offset {err.start})") from err
-    out, seen = [], Counter()
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise GroundTruthError(f"{where}: not valid JSON ({err.msg})") from err
-        if not isinstance(record, dict):
-            raise GroundTruthError(f"{where}: expected a JSON object, got {type(record).__name__}")
-        missing = [f for f in required if f not in record]
-        extra = sorted(set(record) - set(required) - set(optional))
-        if missing or extra:
-            raise GroundTruthError(f"{where}: required fields {list(required)}, optional {list(optional)}; "
-                                   f"missing {missing}, unexpected {extra}")
-        bad = [f for f in record if not isinstance(record[f], str) or (f in required and not record[f].strip())]
-        if bad:
-            raise GroundTruthError(f"{where}: fields {bad} must be strings (required ones non-empty)")
-        seen[record["id"]] += 1
-        if seen[record["id"]] > 1:
-            raise GroundTruthError(f"{where}: duplicate id {record['id']!r}")
-        out.append((number, record))
-    if not out:
-        raise GroundTruthError(f"{path}: no records")
-    return out
-
-
 def load_folder_questions(path: str | Path, documents: Sequence[Document]) -> list[Question]:
     """Questions (id, needle, question; optional ticket, doc) validated against a folder corpus.
 
@@ -244,7 +206,7 @@ def load_folder_questions(path: str | Path, documents: Sequence[Document]) -> li
         raise GroundTruthError(f"{path}: the folder has no readable documents to check needles against")
     collapsed = {d.id: collapse(d.text) for d in documents}
     questions = []
-    for number, r in _records(path, ("id", "needle", "question"), ("ticket", "doc")):
+    for number, r in read_records(path, ("id", "needle", "question"), ("ticket", "doc")):
         needle = collapse(r["needle"])
         doc = r.get("doc") or next((i for i, t in collapsed.items() if needle in t), documents[0].id)
         question = Question(r["id"], doc, r["needle"], r["question"], r.get("ticket", "").strip())
@@ -266,7 +228,7 @@ def folder_queries(questions: Sequence[Question]) -> list[Query]:
 def load_folder_out_of_domain(path: str | Path) -> list[OutOfDomain]:
     """Out-of-domain queries: id and query, and an optional free-text kind."""
     return [OutOfDomain(r["id"], r["query"], r.get("kind", ""))
-            for _, r in _records(Path(path), ("id", "query"), ("kind",))]
+            for _, r in read_records(Path(path), ("id", "query"), ("kind",))]
 
 
 # ---------------------------------------------------------------- candidate needles

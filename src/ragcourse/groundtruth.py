@@ -74,38 +74,45 @@ class OutOfDomain:
     kind: str
 
 
-def _read_records(path: Path, fields: tuple[str, ...]) -> list[tuple[int, dict]]:
-    """(line number, record) for each non-blank line, each a JSON object with exactly `fields`."""
+def read_records(path: Path, required: Sequence[str], optional: Sequence[str] = ()) -> list[tuple[int, dict]]:
+    """(line number, record) per non-blank JSONL line, each a JSON object of string fields.
+
+    A byte-order mark and CRLF line ends are accepted; every error names the file and the line.
+    """
     if not path.is_file():
         raise GroundTruthError(f"{path}: file not found")
-    records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise GroundTruthError(f"{path}:{number}: not valid JSON ({err.msg})") from err
-        if not isinstance(record, dict):
-            raise GroundTruthError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
-        missing = [f for f in fields if f not in record]
-        extra = sorted(set(record) - set(fields))
-        if missing or extra:
-            raise GroundTruthError(
-                f"{path}:{number}: fields must be exactly {list(fields)}; missing {missing}, unexpected {extra}")
-        empty = [f for f in fields if not isinstance(record[f], str) or not record[f].strip()]
-        if empty:
-            raise GroundTruthError(f"{path}:{number}: fields {empty} must be non-empty strings")
-        records.append((number, record))
-    _check_unique_ids(path, records)
-    return records
-
-
-def _check_unique_ids(path: Path, records: list[tuple[int, dict]]) -> None:
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise GroundTruthError(f"{path}: not UTF-8 (byte offset {err.start})") from err
+    records = [(n, _record(line, f"{path}:{n}", required, optional))
+               for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     counts = Counter(r["id"] for _, r in records)
     duplicated = sorted(i for i, n in counts.items() if n > 1)
     if duplicated:
         raise GroundTruthError(f"{path}: duplicate ids {duplicated}")
+    if not records:
+        raise GroundTruthError(f"{path}: no records")
+    return records
+
+
+def _record(line: str, where: str, required: Sequence[str], optional: Sequence[str]) -> dict:
+    """One JSONL line as a dict with every required field and no unknown one."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise GroundTruthError(f"{where}: not valid JSON ({err.msg})") from err
+    if not isinstance(record, dict):
+        raise GroundTruthError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    missing = [f for f in required if f not in record]
+    extra = sorted(set(record) - set(required) - set(optional))
+    if missing or extra:
+        raise GroundTruthError(f"{where}: required fields {list(required)}, optional {list(optional)}; "
+                               f"missing {missing}, unexpected {extra}")
+    bad = [f for f in record if not isinstance(record[f], str) or (f in required and not record[f].strip())]
+    if bad:
+        raise GroundTruthError(f"{where}: fields {bad} must be strings (required ones non-empty)")
+    return record
 
 
 def _headings(doc: Document) -> list[str]:
@@ -155,7 +162,7 @@ def load_questions(path: Path | str | None = None, corpus: list[Document] | None
         return questions
     path = Path(path)
     questions = []
-    for number, record in _read_records(path, QUESTION_FIELDS):
+    for number, record in read_records(path, QUESTION_FIELDS):
         question = Question(**{f: record[f] for f in QUESTION_FIELDS})
         check_needle(question, corpus, where=f"{path}:{number}: ")
         questions.append(question)
@@ -165,7 +172,7 @@ def load_questions(path: Path | str | None = None, corpus: list[Document] | None
 def load_out_of_domain(path: Path | str = OUT_OF_DOMAIN_FILE) -> list[OutOfDomain]:
     """The validated out-of-domain queries, in file order."""
     path = Path(path)
-    records = _read_records(path, ("id", "query", "kind"))
+    records = read_records(path, ("id", "query", "kind"))
     for number, record in records:
         if record["kind"] not in KINDS:
             raise GroundTruthError(f"{path}:{number}: kind {record['kind']!r} is not one of {list(KINDS)}")
@@ -194,7 +201,7 @@ def evaluation_strings(question_files: Sequence[Path | str] = (QUESTIONS_FILE, A
     Read as the files are (fields checked, needles not looked up), so no corpus is needed: only the
     text matters to the needle guard.
     """
-    strings = [record[f] for path in question_files for _, record in _read_records(Path(path), QUESTION_FIELDS)
+    strings = [record[f] for path in question_files for _, record in read_records(Path(path), QUESTION_FIELDS)
                for f in ("needle", "question", "ticket")]
     return strings + [o.query for o in load_out_of_domain(out_of_domain_file)]
 

@@ -114,6 +114,32 @@ def load_embedder():
     return _load_sentence_transformer(spec.source)
 
 
+class Lazy:
+    """A model that `load` loads on its first use, so a run whose vectors are all cached never loads it.
+
+    >>> calls = []
+    >>> model = Lazy(lambda: calls.append(1) or "loaded")
+    >>> model.loaded, calls
+    (False, [])
+    >>> model.upper(), model.loaded, calls
+    ('LOADED', True, [1])
+    """
+
+    def __init__(self, load) -> None:
+        self._load, self._model = load, None
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):  # copy, pickle and friends probe these: never load for them
+            raise AttributeError(name)
+        if self._model is None:
+            self._model = self._load()
+        return getattr(self._model, name)
+
+
 def reranker_spec() -> ModelSpec | None:
     """The cross-encoder named by `RAGCOURSE_RERANKER`, or None when the offline default applies."""
     override = os.environ.get("RAGCOURSE_RERANKER")

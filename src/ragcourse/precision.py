@@ -76,9 +76,12 @@ def rounded(value: Any, decimals: int = PUBLISHED) -> Any:
     if isinstance(value, np.ndarray):
         return np.round(value, decimals) + 0.0 if value.dtype.kind == "f" else value
     if hasattr(value, "round") and hasattr(value, "select_dtypes"):  # a pandas DataFrame
-        return value.round(decimals)
+        out = value.copy()
+        for column in value.select_dtypes("float").columns:  # + 0.0: -1e-16 shows as 0.000, not -0.000
+            out[column] = value[column].round(decimals) + 0.0
+        return out
     if hasattr(value, "round") and hasattr(value, "dtype"):  # a pandas Series
-        return value.round(decimals) if value.dtype.kind == "f" else value
+        return value.round(decimals) + 0.0 if value.dtype.kind == "f" else value
     if isinstance(value, Mapping):
         return type(value)({k: rounded(v, decimals) for k, v in value.items()})
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple

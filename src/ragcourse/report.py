@@ -117,8 +117,9 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
     if len(questions) < 2:
         raise ValueError(f"{len(questions)} question(s): intervals over questions need at least 2")
     qs = folder_queries(questions)
-    vectors = {q.id: embedder.encode_query(q.text) for q in qs}
-    ood_vectors = {o.id: embedder.encode_query(o.query) for o in out_of_domain}
+    vectors = dict(zip([q.id for q in qs], embedder.encode_queries([q.text for q in qs]), strict=True))
+    ood_vectors = {} if not out_of_domain else dict(zip(
+        [o.id for o in out_of_domain], embedder.encode_queries([o.query for o in out_of_domain]), strict=True))
     runs, rows = [], []
     reranker = _default_reranker() if rerank else None  # one for all runs: it keeps passage vectors
     for strategy in strategies:
