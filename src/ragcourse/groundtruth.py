@@ -4,7 +4,9 @@
 more (`load_questions(subset=...)`), one question per line: an id, the document it comes from, a needle (a
 short sentence copied verbatim from that document), and the question asked twice: as documentation
 English (`question`) and as a support ticket would put it (`ticket`). `data/out_of_domain.jsonl`
-holds queries the corpus cannot answer, `near` the domain or `absurd`.
+holds queries the corpus cannot answer, `near` the domain or `absurd`. Chapter 9's genre corpora have
+their own questions in the same format, ``data/genre_questions/<genre>.jsonl`` (`load_genre_questions`),
+where an optional ``"identifier": true`` marks a question about an exact name (a function, an option).
 
 Everything is validated on load, against the corpus: a needle must occur exactly once in the whole
 corpus (whitespace collapsed), inside the document it names, and never be a section heading.
@@ -34,6 +36,8 @@ OUT_OF_DOMAIN_FILE = DATA_DIR / "out_of_domain.jsonl"
 #: Held-out questions for confirmatory tests of methods fixed in advance (never for tuning).
 CONFIRM_FILE = DATA_DIR / "questions_confirm.jsonl"
 QUESTION_FIELDS = ("id", "doc", "needle", "question", "ticket")
+#: One file per genre of `ragcourse.genres.GENRES`, validated against that genre's corpus.
+GENRE_QUESTIONS_DIR = DATA_DIR / "genre_questions"
 PHRASINGS = ("doc", "ticket")
 KINDS = ("near", "absurd")
 
@@ -51,6 +55,13 @@ class Question:
     needle: str
     question: str
     ticket: str
+
+
+@dataclass(frozen=True)
+class GenreQuestion(Question):
+    """A question on a genre corpus (chapter 9); `identifier` marks one that names an exact identifier."""
+
+    identifier: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,8 +85,8 @@ class OutOfDomain:
     kind: str
 
 
-def _read_records(path: Path, fields: tuple[str, ...]) -> list[tuple[int, dict]]:
-    """(line number, record) for each non-blank line, each a JSON object with exactly `fields`."""
+def _read_records(path: Path, fields: tuple[str, ...], optional: tuple[str, ...] = ()) -> list[tuple[int, dict]]:
+    """(line number, record) for each non-blank line, each a JSON object with `fields` (and maybe `optional`)."""
     if not path.is_file():
         raise GroundTruthError(f"{path}: file not found")
     records = []
@@ -89,10 +100,11 @@ def _read_records(path: Path, fields: tuple[str, ...]) -> list[tuple[int, dict]]
         if not isinstance(record, dict):
             raise GroundTruthError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
         missing = [f for f in fields if f not in record]
-        extra = sorted(set(record) - set(fields))
+        extra = sorted(set(record) - set(fields) - set(optional))
         if missing or extra:
             raise GroundTruthError(
-                f"{path}:{number}: fields must be exactly {list(fields)}; missing {missing}, unexpected {extra}")
+                f"{path}:{number}: fields must be exactly {list(fields)}"
+                f"{f' (optional: {list(optional)})' if optional else ''}; missing {missing}, unexpected {extra}")
         empty = [f for f in fields if not isinstance(record[f], str) or not record[f].strip()]
         if empty:
             raise GroundTruthError(f"{path}:{number}: fields {empty} must be non-empty strings")
@@ -153,13 +165,34 @@ def load_questions(path: Path | str | None = None, corpus: list[Document] | None
         if shared:
             raise GroundTruthError(f"{[str(p) for p in paths]}: ids {shared} occur in more than one file")
         return questions
-    path = Path(path)
+    return _load_file(Path(path), corpus)
+
+
+def _load_file(path: Path, corpus: list[Document], genre: bool = False) -> list[Question]:
+    """The questions of one file, each needle checked against `corpus` (GenreQuestion when `genre`)."""
     questions = []
-    for number, record in _read_records(path, QUESTION_FIELDS):
-        question = Question(**{f: record[f] for f in QUESTION_FIELDS})
+    for number, record in _read_records(path, QUESTION_FIELDS, ("identifier",) if genre else ()):
+        fields = {f: record[f] for f in QUESTION_FIELDS}
+        if genre:
+            flag = record.get("identifier", False)
+            if not isinstance(flag, bool):
+                raise GroundTruthError(f"{path}:{number}: identifier must be true or false, got {flag!r}")
+            question = GenreQuestion(**fields, identifier=flag)
+        else:
+            question = Question(**fields)
         check_needle(question, corpus, where=f"{path}:{number}: ")
         questions.append(question)
     return questions
+
+
+def load_genre_questions(genre: str, path: Path | str | None = None,
+                         corpus: list[Document] | None = None) -> list[GenreQuestion]:
+    """The validated questions of one genre (chapter 9), in file order; `corpus` defaults to `load_genre(genre)`."""
+    from .genres import check_genre, load_genre
+
+    check_genre(genre)
+    path = Path(path) if path is not None else GENRE_QUESTIONS_DIR / f"{genre}.jsonl"
+    return _load_file(path, load_genre(genre) if corpus is None else corpus, genre=True)
 
 
 def load_out_of_domain(path: Path | str = OUT_OF_DOMAIN_FILE) -> list[OutOfDomain]:
