@@ -299,7 +299,7 @@ def howto_document(name: str, raw: str) -> Document:
             out.append(f"## {line}")
         elif not (re.fullmatch(r"(=+|-+|~+)", line) and out and out[-1].startswith("## ")):
             out.append(line)
-    text = re.sub(r"(?m)^(From|Date|Subject): ", r"\1: ", "\n".join(out)).strip("\n") + "\n"
+    text = "\n".join(out).strip("\n") + "\n"
     return Document("git-howto-" + name.removesuffix(".txt"), title or name, text)
 
 
