@@ -31,10 +31,12 @@ from __future__ import annotations
 import argparse
 import ast
 import bz2
+import contextlib
 import hashlib
 import io
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -316,7 +318,7 @@ def problems_documents(raw: str) -> list[Document]:
         title = title.removeprefix("* ").strip()
         text = re.sub(r"(?m)^\*{2,} ", "## ", rest).strip("\n") + "\n"
         if "## " in text and len(text) > 1000:
-            docs.append(Document("emacs-problems-" + _slug(title)[:40].strip("-"), title, text))
+            docs.append(Document("emacs-problems-" + _slug(title), title, text))
     return docs
 
 
@@ -332,11 +334,15 @@ def build_threads(texts: dict[str, dict[str, str]]) -> list[Document]:
 #: Trailing sections of lists and links, cut with everything after them.
 WIKI_TAIL = ("See also", "References", "Notes", "Footnotes", "External links", "Further reading",
              "Bibliography", "Sources", "Citations")
+#: Links that are images or categories: removed with their captions.
+_MEDIA = ("file:", "image:", "category:")
 _H2 = "H2\u2063\u2063"  # a placeholder: a "#" at a line start would be read as a wikitext list
 
 
 def wiki_text(wikitext: str) -> str:
     """Plain text of one article: `== H ==` as `## H`, deeper headings as plain lines, no reference tail.
+
+    Templates, references, tables, images (with their captions) and categories are removed.
 
     >>> wiki_text("'''Ab''' is [[x|y]].<ref>r</ref>\\n== History ==\\nOld {{cite|z}}text.\\n== Notes ==\\nx")
     'Ab is y.\\n\\n## History\\n\\nOld text.\\n'
@@ -346,13 +352,15 @@ def wiki_text(wikitext: str) -> str:
     code = mwparserfromhell.parse(wikitext)
     for tag in code.filter_tags(recursive=False, matches=lambda t: str(t.tag).lower() in ("ref", "gallery", "table")):
         code.remove(tag)
+    for link in code.filter_wikilinks(matches=lambda w: str(w.title).strip().lower().startswith(_MEDIA)):
+        with contextlib.suppress(ValueError):  # already gone with an enclosing link or caption
+            code.remove(link)
     for heading in code.filter_headings(recursive=False):
         title = heading.title.strip_code().strip()
         code.replace(heading, f"\n{_H2 if heading.level == 2 else ''}{title}\n\n")
     text = code.strip_code(normalize=True, collapse=True).replace(_H2, "## ")
     tail = re.search(r"(?m)^## (?:" + "|".join(WIKI_TAIL) + r")\s*$", text)
     text = text[:tail.start()] if tail else text
-    text = re.sub(r"(?m)^(?:Category:.*|\s*(?:thumb|right|left|upright)\|.*)$", "", text)
     text = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", text))
     return text.strip() + "\n"
 
@@ -424,7 +432,9 @@ def build_genres(update_lock: bool = False, out_dir: Path | None = None) -> dict
     for name in GENRES:
         started = time.perf_counter()
         docs, source = build_genre(name, locks)
-        write_corpus(docs, (Path(out_dir) if out_dir is not None else GENRES_DIR) / name)
+        folder = (Path(out_dir) if out_dir is not None else GENRES_DIR) / name
+        shutil.rmtree(folder, ignore_errors=True)  # no file of an earlier build stays behind
+        write_corpus(docs, folder)
         new_locks[name] = make_genre_lock(docs, source)
         out[name] = docs
         totals = new_locks[name]["profile"]
