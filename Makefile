@@ -70,8 +70,11 @@ $(STAMPS)/install: requirements.txt requirements-nodeps.txt pyproject.toml
 
 corpus: $(STAMPS)/corpus
 
-$(STAMPS)/corpus: $(STAMPS)/install src/ragcourse/corpus.py src/ragcourse/corpus_build.py
+# The main corpus, then chapter 9's four genre corpora (data/genres/, checked against data/genres.lock.json).
+$(STAMPS)/corpus: $(STAMPS)/install src/ragcourse/corpus.py src/ragcourse/corpus_build.py \
+		src/ragcourse/genres.py src/ragcourse/genres_build.py data/genres.lock.json
 	$(PY) -m ragcourse.corpus_build
+	$(PY) -m ragcourse.genres_build
 	touch $@
 
 mathjax: $(STAMPS)/mathjax
@@ -175,5 +178,5 @@ screenshots: book
 	PYTHON=$(PY) scripts/screenshot.sh
 
 clean:
-	rm -rf book/_build book/_extra/mathjax data/corpus data/cache dist/student
+	rm -rf book/_build book/_extra/mathjax data/corpus data/genres data/cache dist/student
 	rm -f $(STAMPS)/corpus $(STAMPS)/mathjax $(STAMPS)/book

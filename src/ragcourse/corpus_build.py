@@ -89,16 +89,19 @@ def verify_sdist(path: Path) -> Path:
     return path
 
 
-def pip_download(name: str, version: str, filename: str, dest: Path, no_binary: str | None = None) -> Path:
+def pip_download(name: str, version: str, filename: str, dest: Path, no_binary: str | None = None,
+                 options: list[str] | None = None) -> Path:
     """`dest/filename`, downloaded with `pip download` (sdist of `name`) unless already there.
 
-    `no_binary` is pip's --no-binary value (default: `name` alone). Raises RuntimeError with pip's
-    message if the download fails; the caller checks the file's sha256.
+    `no_binary` is pip's --no-binary value (default: `name` alone); `options`, when given, replace
+    it (a wheel: ``["--only-binary", ":all:"]``). Raises RuntimeError with pip's message if the
+    download fails; the caller checks the file's sha256.
     """
     target = Path(dest) / filename
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", no_binary or name,
+        choice = list(options) if options is not None else ["--no-binary", no_binary or name]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *choice,
                f"{name}=={version}", "-d", str(target.parent)]
         result = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if result.returncode != 0 or not target.is_file():

@@ -4,7 +4,9 @@
 more (`load_questions(subset=...)`), one question per line: an id, the document it comes from, a needle (a
 short sentence copied verbatim from that document), and the question asked twice: as documentation
 English (`question`) and as a support ticket would put it (`ticket`). `data/out_of_domain.jsonl`
-holds queries the corpus cannot answer, `near` the domain or `absurd`.
+holds queries the corpus cannot answer, `near` the domain or `absurd`. Chapter 9's genre corpora have
+their own questions in the same format, ``data/genre_questions/<genre>.jsonl`` (`load_genre_questions`),
+where an optional ``"identifier": true`` marks a question about an exact name (a function, an option).
 
 Everything is validated on load, against the corpus: a needle must occur exactly once in the whole
 corpus (whitespace collapsed), inside the document it names, and never be a section heading.
@@ -34,6 +36,8 @@ OUT_OF_DOMAIN_FILE = DATA_DIR / "out_of_domain.jsonl"
 #: Held-out questions for confirmatory tests of methods fixed in advance (never for tuning).
 CONFIRM_FILE = DATA_DIR / "questions_confirm.jsonl"
 QUESTION_FIELDS = ("id", "doc", "needle", "question", "ticket")
+#: One file per genre of `ragcourse.genres.GENRES`, validated against that genre's corpus.
+GENRE_QUESTIONS_DIR = DATA_DIR / "genre_questions"
 PHRASINGS = ("doc", "ticket")
 KINDS = ("near", "absurd")
 
@@ -51,6 +55,13 @@ class Question:
     needle: str
     question: str
     ticket: str
+
+
+@dataclass(frozen=True)
+class GenreQuestion(Question):
+    """A question on a genre corpus (chapter 9); `identifier` marks one that names an exact identifier."""
+
+    identifier: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,8 +85,9 @@ class OutOfDomain:
     kind: str
 
 
-def read_records(path: Path, required: Sequence[str], optional: Sequence[str] = ()) -> list[tuple[int, dict]]:
-    """(line number, record) per non-blank JSONL line, each a JSON object of string fields.
+def read_records(path: Path, required: Sequence[str], optional: Sequence[str] = (),
+                 flags: Sequence[str] = ()) -> list[tuple[int, dict]]:
+    """(line number, record) per non-blank JSONL line, each a JSON object of string fields (`flags`: booleans).
 
     A byte-order mark and CRLF line ends are accepted; every error names the file and the line.
     """
@@ -85,7 +97,7 @@ def read_records(path: Path, required: Sequence[str], optional: Sequence[str] = 
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise GroundTruthError(f"{path}: not UTF-8 (byte offset {err.start})") from err
-    records = [(n, _record(line, f"{path}:{n}", required, optional))
+    records = [(n, _record(line, f"{path}:{n}", required, (*optional, *flags), flags))
                for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     counts = Counter(r["id"] for _, r in records)
     duplicated = sorted(i for i, n in counts.items() if n > 1)
@@ -96,7 +108,7 @@ def read_records(path: Path, required: Sequence[str], optional: Sequence[str] = 
     return records
 
 
-def _record(line: str, where: str, required: Sequence[str], optional: Sequence[str]) -> dict:
+def _record(line: str, where: str, required: Sequence[str], optional: Sequence[str], flags: Sequence[str]) -> dict:
     """One JSONL line as a dict with every required field and no unknown one."""
     try:
         record = json.loads(line)
@@ -109,9 +121,11 @@ def _record(line: str, where: str, required: Sequence[str], optional: Sequence[s
     if missing or extra:
         raise GroundTruthError(f"{where}: required fields {list(required)}, optional {list(optional)}; "
                                f"missing {missing}, unexpected {extra}")
-    bad = [f for f in record if not isinstance(record[f], str) or (f in required and not record[f].strip())]
+    bad = [f for f in record if not isinstance(record[f], bool if f in flags else str)
+           or (f in required and not record[f].strip())]
     if bad:
-        raise GroundTruthError(f"{where}: fields {bad} must be strings (required ones non-empty)")
+        raise GroundTruthError(f"{where}: fields {bad} must be strings (required ones non-empty), "
+                               f"flags {list(flags)} true or false")
     return record
 
 
@@ -160,13 +174,31 @@ def load_questions(path: Path | str | None = None, corpus: list[Document] | None
         if shared:
             raise GroundTruthError(f"{[str(p) for p in paths]}: ids {shared} occur in more than one file")
         return questions
-    path = Path(path)
+    return _load_file(Path(path), corpus)
+
+
+def _load_file(path: Path, corpus: list[Document], genre: bool = False) -> list[Question]:
+    """The questions of one file, each needle checked against `corpus` (GenreQuestion when `genre`)."""
     questions = []
-    for number, record in read_records(path, QUESTION_FIELDS):
-        question = Question(**{f: record[f] for f in QUESTION_FIELDS})
+    for number, record in read_records(path, QUESTION_FIELDS, flags=("identifier",) if genre else ()):
+        fields = {f: record[f] for f in QUESTION_FIELDS}
+        if genre:
+            question = GenreQuestion(**fields, identifier=record.get("identifier", False))
+        else:
+            question = Question(**fields)
         check_needle(question, corpus, where=f"{path}:{number}: ")
         questions.append(question)
     return questions
+
+
+def load_genre_questions(genre: str, path: Path | str | None = None,
+                         corpus: list[Document] | None = None) -> list[GenreQuestion]:
+    """The validated questions of one genre (chapter 9), in file order; `corpus` defaults to `load_genre(genre)`."""
+    from .genres import check_genre, load_genre
+
+    check_genre(genre)
+    path = Path(path) if path is not None else GENRE_QUESTIONS_DIR / f"{genre}.jsonl"
+    return _load_file(path, load_genre(genre) if corpus is None else corpus, genre=True)
 
 
 def load_out_of_domain(path: Path | str = OUT_OF_DOMAIN_FILE) -> list[OutOfDomain]:
