@@ -253,7 +253,7 @@ def test_identifier_flag_must_be_a_boolean(tmp_path):
               "question": "q?", "ticket": "t", "identifier": "yes"}
     path = tmp_path / "api.jsonl"
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    with pytest.raises(GroundTruthError, match=r"api\.jsonl:1: fields \['identifier'\] .*flags \['identifier'\] true or false"):
+    with pytest.raises(GroundTruthError, match=r"api\.jsonl:1: fields \['identifier'\] .*true or false"):
         load_genre_questions("api", path=path)
     path.write_text(json.dumps(record | {"identifier": True}) + "\n", encoding="utf-8")
     assert load_genre_questions("api", path=path)[0].identifier is True
