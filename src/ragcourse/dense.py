@@ -11,6 +11,7 @@ HNSW graph behind the same interface for larger corpora; appendix 2 measures the
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import hashlib
 import json
@@ -18,7 +19,7 @@ import os
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from .chunking import Chunk
 from .corpus import CACHE_ROOT
+from .models import Lazy
 from .precision import rounded_scores, stable_order
 
 CACHE_DIR = CACHE_ROOT / "embeddings"
@@ -82,16 +84,30 @@ def show_progress(requested: bool | None, amount: int = 0) -> bool:
     return requested if requested is not None else amount >= PROGRESS_MIN
 
 
-@dataclass
+@dataclass(init=False)
 class Embedder:
-    """A sentence-transformers model plus an on-disk vector cache keyed by (model fingerprint, text hash)."""
+    """A sentence-transformers model plus an on-disk vector cache keyed by (model fingerprint, text hash).
 
-    model: object
+    `model` may be a `models.Lazy`, loaded on first use: a run whose vectors are all cached never loads it.
+    """
+
     name: str
     fingerprint: str
     cache_dir: Path | None = CACHE_DIR
     batch_size: int = 32
     last_stats: dict = field(default_factory=dict)
+
+    def __init__(self, model: object, name: str, fingerprint: str, cache_dir: Path | None = CACHE_DIR,
+                 batch_size: int = 32) -> None:
+        self._model, self.name, self.fingerprint = model, name, fingerprint
+        self.cache_dir, self.batch_size, self.last_stats = cache_dir, batch_size, {}
+
+    @property
+    def model(self):
+        """The sentence-transformers model (loaded now, if it was lazy)."""
+        if isinstance(self._model, Lazy):
+            self._model = self._model.load()
+        return self._model
 
     @property
     def dim(self) -> int:
@@ -109,7 +125,7 @@ class Embedder:
             with np.load(path, allow_pickle=False) as data:
                 keys, vectors = data["keys"].tolist(), data["vectors"]
             if vectors.ndim != 2 or len(keys) != len(vectors) or not np.isfinite(vectors).all() \
-                    or (getattr(self.model, "loaded", True) and vectors.shape[1] != self.dim):
+                    or (not isinstance(self._model, Lazy) and vectors.shape[1] != self.dim):
                 raise ValueError(f"{len(keys)} keys for vectors of shape {vectors.shape}")
         except Exception as err:  # a truncated or foreign file: zipfile, numpy and OS errors alike
             if warn:
@@ -155,7 +171,9 @@ class Embedder:
 
     def encode_queries(self, queries: list[str]) -> np.ndarray:
         """Query vectors, cached like chunks' but embedded one at a time, as `encode_query` embeds them."""
-        return replace(self, batch_size=1).encode(list(queries))  # batches pad, which moves the 7th digit
+        one_by_one = copy.copy(self)
+        one_by_one.batch_size = 1  # a batch pads its texts, which moves the 7th digit of a query's vector
+        return one_by_one.encode(list(queries))
 
     def encode_query(self, query: str) -> np.ndarray:
         """One query vector, never cached (queries are cheap and timing them is part of the lesson)."""
@@ -167,7 +185,7 @@ def load_embedder(cache_dir: Path | None = CACHE_DIR) -> Embedder:
     from . import models
 
     spec = models.embedder_spec()  # a missing model is reported now, though it loads on first use
-    return Embedder(model=models.Lazy(models.load_embedder), name=spec.name,
+    return Embedder(model=Lazy(models.load_embedder), name=spec.name,
                     fingerprint=model_fingerprint(spec.source), cache_dir=cache_dir)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -114,30 +115,15 @@ def load_embedder():
     return _load_sentence_transformer(spec.source)
 
 
+@dataclass(frozen=True)
 class Lazy:
-    """A model that `load` loads on its first use, so a run whose vectors are all cached never loads it.
+    """A model not loaded yet: an `Embedder` calls `load()` on first use (a fully cached run never does).
 
-    >>> calls = []
-    >>> model = Lazy(lambda: calls.append(1) or "loaded")
-    >>> model.loaded, calls
-    (False, [])
-    >>> model.upper(), model.loaded, calls
-    ('LOADED', True, [1])
+    >>> Lazy(lambda: "model").load()
+    'model'
     """
 
-    def __init__(self, load) -> None:
-        self._load, self._model = load, None
-
-    @property
-    def loaded(self) -> bool:
-        return self._model is not None
-
-    def __getattr__(self, name: str):
-        if name.startswith("__"):  # copy, pickle and friends probe these: never load for them
-            raise AttributeError(name)
-        if self._model is None:
-            self._model = self._load()
-        return getattr(self._model, name)
+    load: Callable[[], object]
 
 
 def reranker_spec() -> ModelSpec | None:
