@@ -194,8 +194,10 @@ WIKI = Document("w", "River", (
 
 def test_parse_breaks_names_every_kind_of_answer():
     assert parse_breaks("2, 4", 5) == ParsedBreaks((2, 4), "ok", (2, 4))
-    assert parse_breaks("[3] and [3], also 9", 5) == ParsedBreaks((3,), "ok", (3, 3, 9))
-    assert parse_breaks("I think paragraph 1.", 5) == ParsedBreaks((), "no break", (1,))
+    assert parse_breaks("[3] and [3], 9", 5) == ParsedBreaks((3,), "ok", (3, 3, 9))
+    assert parse_breaks("Answer: paragraphs 2 & 4", 5) == ParsedBreaks((2, 4), "ok", (2, 4))
+    assert parse_breaks("1. The river.\n2. It flows.", 5) == ParsedBreaks((), "prose", (1, 2))
+    assert parse_breaks("Paragraph 1.", 5) == ParsedBreaks((), "no break", (1,))
     assert parse_breaks("2, 3, 4, 5", 5) == ParsedBreaks((), "every paragraph", (2, 3, 4, 5))
     assert parse_breaks("1955 and 0", 5) == ParsedBreaks((), "out of range", (1955, 0))
     assert parse_breaks("The page is about rivers.", 5) == ParsedBreaks((), "unparseable", ())

@@ -297,7 +297,10 @@ LLM_TOKENS = 30
 BREAKS_PROMPT = ("Here are numbered paragraphs from one wiki page.\n\n{paragraphs}\n\n"
                  "Which paragraphs begin a new topic? Reply with their numbers only, separated by commas.")
 #: What a parsed answer can be; only "ok" answers place breaks, the others fall back to no break.
-BREAK_STATUSES = ("ok", "no break", "every paragraph", "out of range", "unparseable")
+#: "prose": other words around the numbers (list markers, echoed text), so the numbers are not an answer.
+BREAK_STATUSES = ("ok", "no break", "every paragraph", "out of range", "prose", "unparseable")
+#: What an answer may hold besides its numbers.
+ANSWER_WORDS = re.compile(r"paragraphs?|and|answer|[\s\[\](),.;:&#-]", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -334,13 +337,15 @@ def parse_breaks(answer: str, n: int) -> ParsedBreaks:
 
     >>> parse_breaks("Paragraphs 3 and 5.", 6)
     ParsedBreaks(breaks=(3, 5), status='ok', numbers=(3, 5))
-    >>> parse_breaks("1, 2, 3", 3).status, parse_breaks("none", 3).status
-    ('every paragraph', 'unparseable')
+    >>> [parse_breaks(a, 3).status for a in ("1, 2, 3", "none", "1. Cats purr.")]
+    ['every paragraph', 'unparseable', 'prose']
     """
-    numbers = tuple(int(x) for x in re.findall(r"\d{1,6}", answer))
+    numbers = tuple(int(x) for x in re.findall(r"\d+", answer))
     valid = tuple(sorted({k for k in numbers if 2 <= k <= n}))
     if not numbers:
         status = "unparseable"
+    elif ANSWER_WORDS.sub("", re.sub(r"\d+", "", answer)):
+        status = "prose"
     elif not any(1 <= k <= n for k in numbers):
         status = "out of range"
     elif not valid:
