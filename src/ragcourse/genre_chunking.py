@@ -297,8 +297,9 @@ LLM_TOKENS = 30
 BREAKS_PROMPT = ("Here are numbered paragraphs from one wiki page.\n\n{paragraphs}\n\n"
                  "Which paragraphs begin a new topic? Reply with their numbers only, separated by commas.")
 #: What a parsed answer can be; only "ok" answers place breaks, the others fall back to no break.
-#: "prose": other words around the numbers (list markers, echoed text), so the numbers are not an answer.
-BREAK_STATUSES = ("ok", "no break", "every paragraph", "out of range", "prose", "unparseable")
+#: "prose": other words around the numbers (list markers, echoed text), so the numbers are not an answer;
+#: "counting": the reply counts 1, 2, 3, ... (or 2, 3, 4, ...), echoing the numbering rather than choosing.
+BREAK_STATUSES = ("ok", "no break", "every paragraph", "out of range", "counting", "prose", "unparseable")
 #: What an answer may hold besides its numbers.
 ANSWER_WORDS = re.compile(r"paragraphs?|and|answer|[\s\[\](),.;:&#-]", re.IGNORECASE)
 
@@ -322,14 +323,14 @@ class BreakCall:
     parsed: ParsedBreaks
 
 
-def breaks_prompt(paragraphs: Sequence[str], show: int = LLM_SHOW) -> str:
-    """The prompt: paragraphs numbered from 1, whitespace collapsed, each cut to `show` characters.
+def breaks_prompt(paragraphs: Sequence[str], show: int = LLM_SHOW, template: str = BREAKS_PROMPT) -> str:
+    """The prompt (`template` with `{paragraphs}`): paragraphs numbered from 1, whitespace collapsed, cut to `show`.
 
     >>> breaks_prompt(["Cats purr.", "Dogs\\nbark."]).splitlines()[2:4]
     ['[1] Cats purr.', '[2] Dogs bark.']
     """
     lines = [f"[{i}] {' '.join(p.split())[:show]}" for i, p in enumerate(paragraphs, 1)]
-    return BREAKS_PROMPT.format(paragraphs="\n".join(lines))
+    return template.format(paragraphs="\n".join(lines))
 
 
 def parse_breaks(answer: str, n: int) -> ParsedBreaks:
@@ -337,8 +338,8 @@ def parse_breaks(answer: str, n: int) -> ParsedBreaks:
 
     >>> parse_breaks("Paragraphs 3 and 5.", 6)
     ParsedBreaks(breaks=(3, 5), status='ok', numbers=(3, 5))
-    >>> [parse_breaks(a, 3).status for a in ("1, 2, 3", "none", "1. Cats purr.")]
-    ['every paragraph', 'unparseable', 'prose']
+    >>> [parse_breaks(a, 9).status for a in ("2, 3, 4, 5, 6, 7, 8, 9", "[1] [2] [3]", "none", "1. Cats purr.")]
+    ['every paragraph', 'counting', 'unparseable', 'prose']
     """
     numbers = tuple(int(x) for x in re.findall(r"\d+", answer))
     valid = tuple(sorted({k for k in numbers if 2 <= k <= n}))
@@ -352,6 +353,8 @@ def parse_breaks(answer: str, n: int) -> ParsedBreaks:
         status = "no break"
     elif len(valid) == n - 1:
         status = "every paragraph"
+    elif len(numbers) >= 3 and numbers[0] in (1, 2) and numbers == tuple(range(numbers[0], numbers[0] + len(numbers))):
+        status = "counting"
     else:
         status = "ok"
     return ParsedBreaks(valid if status == "ok" else (), status, numbers)
@@ -364,7 +367,8 @@ def body_paragraphs(document: Document) -> list[Span]:
     return [p for p in spans if p is not None]
 
 
-def llm_break_calls(document: Document, ask: Callable[[str], str], window: int = LLM_WINDOW) -> list[BreakCall]:
+def llm_break_calls(document: Document, ask: Callable[[str], str], window: int = LLM_WINDOW,
+                    template: str = BREAKS_PROMPT) -> list[BreakCall]:
     """Ask `ask` (prompt -> reply) about each window of `window` paragraphs; windows of one are skipped."""
     if not isinstance(window, int) or window < 2:
         raise ValueError(f"window={window!r}: expected an integer >= 2 (paragraphs per call)")
@@ -372,7 +376,7 @@ def llm_break_calls(document: Document, ask: Callable[[str], str], window: int =
     for first in range(0, len(paras), window):
         block = [document.text[s:e] for s, e in paras[first:first + window]]
         if len(block) > 1:
-            prompt = breaks_prompt(block)
+            prompt = breaks_prompt(block, template=template)
             answer = ask(prompt)
             calls.append(BreakCall(first, prompt, answer, parse_breaks(answer, len(block))))
     return calls
