@@ -197,8 +197,12 @@ def test_parse_breaks_names_every_kind_of_answer():
     assert parse_breaks("[3] and [3], 9", 5) == ParsedBreaks((3,), "ok", (3, 3, 9))
     assert parse_breaks("Answer: paragraphs 2 & 4", 5) == ParsedBreaks((2, 4), "ok", (2, 4))
     assert parse_breaks("1. The river.\n2. It flows.", 5) == ParsedBreaks((), "prose", (1, 2))
+    assert parse_breaks("Paragraphs 3 and 5 begin new topics.", 5) == ParsedBreaks((3, 5), "ok", (3, 5))
+    assert parse_breaks("3. It lies on the river that flows east.", 5).status == "prose"
     assert parse_breaks("[1]\n[2]\n[3]\n[4]", 9) == ParsedBreaks((), "counting", (1, 2, 3, 4))
     assert parse_breaks("2, 3, 4", 9).status == "counting" and parse_breaks("2, 3", 9).status == "ok"
+    assert parse_breaks("1. [1]\n2. [2]\n3. [3]", 9).status == "counting"
+    assert parse_breaks("3, 4, 5", 9).status == "ok"
     assert parse_breaks("Paragraph 1.", 5) == ParsedBreaks((), "no break", (1,))
     assert parse_breaks("2, 3, 4, 5", 5) == ParsedBreaks((), "every paragraph", (2, 3, 4, 5))
     assert parse_breaks("1955 and 0", 5) == ParsedBreaks((), "out of range", (1955, 0))

@@ -297,11 +297,12 @@ LLM_TOKENS = 30
 BREAKS_PROMPT = ("Here are numbered paragraphs from one wiki page.\n\n{paragraphs}\n\n"
                  "Which paragraphs begin a new topic? Reply with their numbers only, separated by commas.")
 #: What a parsed answer can be; only "ok" answers place breaks, the others fall back to no break.
-#: "prose": other words around the numbers (list markers, echoed text), so the numbers are not an answer;
-#: "counting": the reply counts 1, 2, 3, ... (or 2, 3, 4, ...), echoing the numbering rather than choosing.
+#: "prose": the numbers sit in other text (numbered lines, echoed paragraphs), so they are not an answer;
+#: "counting": the reply counts 1, 2, 3, ... (or 2, 3, 4, ...; repeats allowed), echoing the numbering.
 BREAK_STATUSES = ("ok", "no break", "every paragraph", "out of range", "counting", "prose", "unparseable")
-#: What an answer may hold besides its numbers.
-ANSWER_WORDS = re.compile(r"paragraphs?|and|answer|[\s\[\](),.;:&#-]", re.IGNORECASE)
+#: What an answer may hold besides its numbers ("Answer: paragraphs 3 and 7 begin new topics.").
+ANSWER_WORDS = re.compile(r"\b(?:paragraphs?|and|answer|the|are|is|begins?|starts?|new|topics?)\b|[\s\[\](),.;:&#-]",
+                          re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -333,6 +334,17 @@ def breaks_prompt(paragraphs: Sequence[str], show: int = LLM_SHOW, template: str
     return template.format(paragraphs="\n".join(lines))
 
 
+def _prose(answer: str) -> bool:
+    """Does the answer hold words other than ANSWER_WORDS? `_prose("3. It flows east.") -> True`."""
+    return bool(ANSWER_WORDS.sub("", re.sub(r"\d+", "", answer)))
+
+
+def _counts(numbers: Sequence[int]) -> bool:
+    """Are the distinct numbers a run 1, 2, 3, ... or 2, 3, 4, ... (three or more)? `_counts([1, 1, 2, 3]) -> True`."""
+    distinct = sorted(set(numbers))
+    return len(distinct) >= 3 and distinct[0] in (1, 2) and distinct == list(range(distinct[0], distinct[-1] + 1))
+
+
 def parse_breaks(answer: str, n: int) -> ParsedBreaks:
     """Read a reply about `n` paragraphs: integers in 2..n are breaks (1 always starts); anything else is named.
 
@@ -345,7 +357,7 @@ def parse_breaks(answer: str, n: int) -> ParsedBreaks:
     valid = tuple(sorted({k for k in numbers if 2 <= k <= n}))
     if not numbers:
         status = "unparseable"
-    elif ANSWER_WORDS.sub("", re.sub(r"\d+", "", answer)):
+    elif _prose(answer):
         status = "prose"
     elif not any(1 <= k <= n for k in numbers):
         status = "out of range"
@@ -353,7 +365,7 @@ def parse_breaks(answer: str, n: int) -> ParsedBreaks:
         status = "no break"
     elif len(valid) == n - 1:
         status = "every paragraph"
-    elif len(numbers) >= 3 and numbers[0] in (1, 2) and numbers == tuple(range(numbers[0], numbers[0] + len(numbers))):
+    elif _counts(numbers):
         status = "counting"
     else:
         status = "ok"
