@@ -18,7 +18,8 @@ default, as strategy E) holds except for a unit that cannot be split (one senten
 
 Left out: token budgets, clause numbering checked for consistency (a roman `(i)` and the letter
 `(i)` look alike; we read `(i)`, `(v)`, `(x)` as roman), LangChain's sentence windows (we compare
-single sentences), and any model call outside `ragcourse.models` (callers pass `embed` / `ask`).
+single sentences; semantic cuts never cross a `## ` section), overlapping windows of paragraphs for
+the model, and any model call outside `ragcourse.models` (callers pass `embed` / `ask`).
 """
 
 from __future__ import annotations
@@ -45,12 +46,20 @@ Cutter = Callable[[str, int, int], list[int]]
 # --------------------------------------------------------------------------- shared machinery
 
 def paragraph_cuts(text: str, start: int, end: int) -> list[int]:
-    """Where paragraphs start. Example: `paragraph_cuts("a\\n\\nb", 0, 4) -> [0, 3]`."""
+    """Where paragraphs start.
+
+    >>> paragraph_cuts("a\\n\\nb", 0, 4)
+    [0, 3]
+    """
     return [s for s, _ in paragraph_spans(text, start, end)]
 
 
 def sentence_cuts(text: str, start: int, end: int) -> list[int]:
-    """Where sentence pieces start. Example: `sentence_cuts("Hi. Yes.", 0, 8) -> [0, 4]`."""
+    """Where sentence pieces start.
+
+    >>> sentence_cuts("Hi. Yes.", 0, 8)
+    [0, 4]
+    """
     return [s for s, _ in sentence_spans(text, start, end)]
 
 
@@ -163,12 +172,20 @@ NUMPYDOC_ENTRY = re.compile(r"^(?=\S)[^\n]*\n(?=[ \t]+\S)", re.MULTILINE)
 
 
 def numpydoc_cuts(text: str, start: int, end: int) -> list[int]:
-    """Where numpydoc sections start. Example: `numpydoc_cuts("Sum.\\n\\nRaises\\n------\\nE", 0, 21) -> [6]`."""
+    """Where numpydoc sections start (the title line).
+
+    >>> numpydoc_cuts("Sum.\\n\\nRaises\\n------\\nE", 0, 21)
+    [6]
+    """
     return [m.start() for m in NUMPYDOC_SECTION.finditer(text, start, end)]
 
 
 def entry_cuts(text: str, start: int, end: int) -> list[int]:
-    """Where numpydoc entries start. Example: `entry_cuts("a : int\\n  A.\\nb : str\\n  B.", 0, 24) -> [0, 13]`."""
+    """Where numpydoc entries start.
+
+    >>> entry_cuts("a : int\\n  A.\\nb : str\\n  B.", 0, 24)
+    [0, 13]
+    """
     return [m.start() for m in NUMPYDOC_ENTRY.finditer(text, start, end)]
 
 
