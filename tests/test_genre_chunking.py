@@ -6,7 +6,9 @@ The samples are written for these tests in each genre's shape; no third-party te
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -348,3 +350,33 @@ def test_llm_breaks_in_a_repeated_page_land_on_both_copies(body):
     copies = [c for c in chunk_at_breaks(doc, set(), 40) if c.start >= len(once)]
     assert all(doc.text[c.start:c.end] == c.content for c in copies)
     assert len(copies) == len(chunk_at_breaks(Document("d", "Doc", once), set(), 40))
+
+
+# --- the stored trial (benchmarks/llm_breaks.py): its parses and prompts are today's ---
+
+STORED = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "llm_breaks.json"
+
+
+@pytest.fixture(scope="module")
+def stored() -> dict:
+    return json.loads(STORED.read_text())
+
+
+def test_stored_answers_parse_as_stored(stored):
+    """A changed parser must rerun the trial: every stored parse equals today's parse of the stored answer."""
+    calls = [c for t in stored["trials"] for p in t["pages"] for c in p["calls"]]
+    assert len(calls) > 0
+    for c in calls:
+        again = parse_breaks(c["answer"], c["paragraphs"])
+        assert (list(again.breaks), again.status, list(again.numbers)) == (c["breaks"], c["status"], c["numbers"])
+
+
+def test_stored_prompts_are_rebuilt_from_the_pages(stored, corpus):
+    """The stored prompts are what `llm_break_calls` asks today about the same pages (main corpus only)."""
+    if not stored["source"].startswith("main corpus"):
+        pytest.skip("the trial ran on the wiki genre corpus")
+    docs = {d.id: d for d in corpus}
+    for trial in stored["trials"]:
+        for page in trial["pages"]:
+            prompts = [c.prompt for c in llm_break_calls(docs[page["id"]], lambda p: "", template=trial["template"])]
+            assert prompts == [c["prompt"] for c in page["calls"]], page["id"]
