@@ -38,7 +38,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb notebooks/a[0-9]-*.i
 BOOK_SOURCES := book/_config.yml book/_toc.yml $(wildcard book/*.md book/*.bib book/*.inc) $(NOTEBOOKS)
 # Files Sphinx does not track as sources: when one changes, every page is rebuilt (--all).
 BOOK_ASSETS := $(wildcard book/_static/* book/_ext/*.py book/figures/*) data/source_figures.csv
-LINT_PATHS := $(wildcard src tests benchmarks kit)
+LINT_PATHS := $(wildcard src tests benchmarks kit) notebooks/conftest.py
 
 # Pytest runs in its own network namespace (loopback only) when the kernel allows it;
 # pytest-socket blocks outside connections in-process either way.
@@ -96,7 +96,8 @@ lint: $(STAMPS)/install
 # The HTML tests check the built book, so the book is built (warnings as errors) first.
 # Then the notebooks run a second time as an older CPU would (AVX2 kernels instead of AVX-512 ones,
 # which round float32 sums differently) with a cache of their own, so every vector is embedded anew:
-# nbval must pass both times, or a stored number depends on the machine.
+# nbval must pass both times, or a stored number depends on the machine. After each chapter's last cell,
+# nbval's kernel also grades the chapter with the kit (notebooks/conftest.py): full marks, then 0 for stubs.
 OLDER_CPU := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2 RAGCOURSE_CACHE=$(CURDIR)/data/cache-older-cpu
 NBVAL_ARGS := -p no:cacheprovider --disable-socket --allow-unix-socket --allow-hosts=127.0.0.1,::1,localhost \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg notebooks

@@ -1,8 +1,8 @@
 """The instructor's kit: student edition, grader, variants and the guide's tables (kit/, `make student|grade`).
 
 Fast cases run on a synthetic chapter (tests/fixtures/kit/90-synthetic.ipynb, hidden checks in
-tests/fixtures/kit/checks/ch90.py); the real chapters are graded once each, reference and student
-edition in one kernel (see `test_real_chapter_grades`).
+tests/fixtures/kit/checks/ch90.py). The real chapters are graded where nbval runs them, in its kernel,
+after their last cell (`notebooks/conftest.py`, `kit/selftest.py`); here, their form and leaks are checked.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import copy
 import csv
-import json
 import os
 import subprocess
 import sys
@@ -298,72 +297,33 @@ def test_real_student_edition_leaks_nothing(path, tmp_path):
     assert leaks(nbformat.read(path, as_version=4), nbformat.read(written, as_version=4)) == []
 
 
-def _names_defined(cells) -> set[str]:
-    names = set()
-    for cell in cells:
-        try:
-            body = ast.parse(cell.source).body
-        except SyntaxError:  # IPython syntax (a magic): its names are not searched
-            continue
-        for node in body:
-            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-            names |= {t.id for t in targets if isinstance(t, ast.Name)}
-            if isinstance(node, ast.FunctionDef | ast.ClassDef):
-                names.add(node.name)
-    return names
+# ---- the self-test nbval runs after each chapter (kit/selftest.py) ---------------------------------
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
-def test_real_chapter_grades(path):
-    """The reference scores full marks and the untouched student edition 0, from one run of the chapter.
+@pytest.fixture
+def nbval_kernel(tmp_path):
+    from nbval.kernel import RunningKernel
 
-    The reference runs first and is graded; then every name its answer cells define is deleted and the
-    student edition's cells from its first answer cell on (stubs, public checks, the cells between) run in
-    the same kernel and are graded. Its cells before that are the reference's, minus solution cells,
-    whose names the checks never read (they read the answers), so this is the student edition's run.
-    """
-    nb = nbformat.read(path, as_version=4)
-    edition = student_edition(nb)
-    first = edition.cells.index(answer_cells(edition)[0])
-    body = [c.source for c in nb.cells[:nb.cells.index(answer_cells(nb)[0])] if "solution" not in tags(c)]
-    assert [c.source for c in edition.cells[1:first]] == body
-    forget = ", ".join(repr(n) for n in sorted(_names_defined(answer_cells(nb))))
-    tail = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell(f"for _name in [{forget}]:\n    globals().pop(_name, None)"),
-        *copy.deepcopy([edition.cells[0], *edition.cells[first:]])])  # run copies: `edition` is searched below
-    reference = copy.deepcopy(nb)
-    reference.cells.append(nbformat.v4.new_code_cell(CAPTURE.format(names=forget)))
-    limits = Limits(cell=900, notebook=2400, check=300)
-    (full, zero), run = grade_stages([reference, tail], ROOT / "kit" / "checks" / f"ch{path.name[:2]}.py", limits)
-    maxima = {ex: h.points for ex, h in _checks(path).items()}
-    assert {ex: p for ex, (p, _) in full.items()} == maxima, (full, run.notes)
-    assert {ex: p for ex, (p, _) in zero.items()} == dict.fromkeys(maxima, 0), zero
-    printed = "".join(o.get("text", "") for o in reference.cells[-1].outputs)
-    answers = json.loads(printed.split("ANSWERS ", 1)[1])
-    assert leaks(nb, edition, answers) == []  # the values the hidden checks accept, where searchable
+    kernel = RunningKernel("python3", cwd=str(tmp_path))
+    yield kernel
+    kernel.stop()
 
 
-# Prints the reference answers' values as the text a page would show them in (small integers and short
-# strings are left out: they occur everywhere and cannot be searched for).
-CAPTURE = """import json as _json
-import numbers as _numbers
+def _run_reference(kernel, nb) -> None:
+    from kit.selftest import NbvalKernel
+
+    attached, run = NbvalKernel(kernel), Run()
+    for cell in [c for c in nb.cells if c.cell_type == "code"]:
+        assert attached.execute(copy.deepcopy(cell), 0, 60, run) is None, cell.source[:80]
 
 
-def _forms(v):
-    if isinstance(v, str):
-        return [v] if len(v) >= 5 else []
-    if isinstance(v, bool) or v is None:
-        return []
-    if isinstance(v, _numbers.Integral):
-        return [str(v), f"{{v:,}}"] if abs(v) >= 1000 else []
-    if isinstance(v, _numbers.Real):
-        return [repr(float(v)), f"{{v:.3f}}", f"{{v:.4f}}"]
-    if isinstance(v, dict):
-        v = list(v.values())
-    if isinstance(v, (list, tuple)):
-        return [f for x in v for f in _forms(x)]
-    return []
+def test_selftest_passes_the_reference_and_catches_a_broken_one(nbval_kernel, tmp_path):
+    from kit.selftest import selftest
 
-
-print("ANSWERS", _json.dumps({{n: _forms(globals()[n]) for n in [{names}] if n in globals()}}))
-"""
+    _run_reference(nbval_kernel, reference())
+    assert selftest(nbval_kernel, FIXTURE, FIXTURE_CHECKS / "ch90.py") == []
+    _run_reference(nbval_kernel, submission({"90.1": "answer_squares = 1"}))  # a reference that is wrong
+    broken = tmp_path / FIXTURE.name
+    nbformat.write(submission({"90.1": "answer_squares = 1"}), broken)
+    problems = selftest(nbval_kernel, broken, FIXTURE_CHECKS / "ch90.py")
+    assert problems and "do not score full marks" in problems[0] and "'90.1': (0" in problems[0]
