@@ -235,13 +235,20 @@ def parser() -> argparse.ArgumentParser:
         q.add_argument("--rerank", action="store_true",
                        help="rerank the first stage's top --depth with the default reranker (chapter 5)")
         q.add_argument("--depth", type=_count("depth"), default=25, help="shortlist size for --rerank (default 25)")
+    _own_arguments(c, s, e, i, r)
+    _folder_commands(sub)
+    return p
+
+
+def _own_arguments(c, s, e, i, r) -> None:
+    """The arguments only one of chunk, search, evaluate, index and query takes."""
     c.add_argument("--target", type=int, default=512)
     c.add_argument("--overlap", type=int, default=64)
     c.set_defaults(run=_chunk)
     s.add_argument("query")
     s.add_argument("--cut", type=float, default=None, help="cosine-distance gate; NO ANSWER when nothing passes")
     s.set_defaults(run=_search)
-    e.add_argument("--questions", default=None, help="a questions JSONL file (default: the course's 32)")
+    e.add_argument("--questions", default=None, help="a questions JSONL file (default: the course's ground truth)")
     e.add_argument("--engine", default="ragcourse", choices=["ragcourse", "qdrant"],
                    help="search with the package (default) or Qdrant, local mode unless --engine-url")
     e.add_argument("--engine-url", default=None,
@@ -253,8 +260,6 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("index")
     r.add_argument("query")
     r.set_defaults(run=_query)
-    _folder_commands(sub)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
