@@ -246,19 +246,28 @@ def profile(docs: list[Document]):
     return pd.DataFrame(rows, columns=["id", "title", "characters", "sections", "words"])
 
 
+def run_command(action) -> int:
+    """Exit status of a corpus command: 0 when `action()` succeeds, 1 with the error on stderr when not."""
+    try:
+        action()
+    except CorpusError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m ragcourse.corpus check`: verify the built corpus (building is `ragcourse.corpus_build`)."""
     parser = argparse.ArgumentParser(prog="python -m ragcourse.corpus", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["check"])
     parser.parse_args(argv)
-    try:
+
+    def check() -> None:
         docs = load_corpus()
-    except CorpusError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(f"corpus OK: {len(docs)} documents, fingerprint {fingerprint(docs)}")
-    return 0
+        print(f"corpus OK: {len(docs)} documents, fingerprint {fingerprint(docs)}")
+
+    return run_command(check)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from .corpus import (
     fingerprint,
     load_corpus,
     profile,
+    run_command,
     sha256_file,
 )
 
@@ -619,19 +620,17 @@ def _build(update_lock: bool) -> None:
           f"built in {elapsed:.1f} s")
 
 
+def build_arguments(prog: str, doc: str, lock: Path, argv: list[str] | None) -> argparse.Namespace:
+    """The build commands' arguments: `--update-lock` (maintainers) rewrites `lock` from the build."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--update-lock", action="store_true", help=f"(maintainers) write {lock.name} from this build")
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m ragcourse.corpus_build [--update-lock]`: fetch, build, write and verify the corpus."""
-    parser = argparse.ArgumentParser(prog=BUILD_COMMAND, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--update-lock", action="store_true",
-                        help="(maintainers) write data/corpus.lock.json from this build")
-    args = parser.parse_args(argv)
-    try:
-        _build(args.update_lock)
-    except CorpusError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    args = build_arguments(BUILD_COMMAND, __doc__, LOCK_PATH, argv)
+    return run_command(lambda: _build(args.update_lock))
 
 
 if __name__ == "__main__":

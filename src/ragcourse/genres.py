@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from .corpus import DATA_DIR, CorpusError, Document, document_sha256, fingerprint
+from .corpus import DATA_DIR, CorpusError, Document, document_sha256, fingerprint, run_command
 
 #: The four document types of chapter 9, in the order the chapter shows them.
 GENRES = ("legal", "api", "threads", "wiki")
@@ -92,14 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     if list(argv if argv is not None else sys.argv[1:]) != ["check"]:
         print("usage: python -m ragcourse.genres check", file=sys.stderr)
         return 2
-    try:
+
+    def check() -> None:
         for name in GENRES:
             docs = load_genre(name)
             print(f"{name}: {len(docs)} documents, {sum(len(d.text) for d in docs)} characters, OK")
-    except CorpusError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+
+    return run_command(check)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ Command line::
 
 from __future__ import annotations
 
-import argparse
 import ast
 import bz2
 import contextlib
@@ -46,8 +45,8 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
-from .corpus import CorpusError, Document, document_sha256, fingerprint, sha256_file
-from .corpus_build import SOURCES_DIR, _write_json, pip_download, profile_totals, write_corpus
+from .corpus import CorpusError, Document, document_sha256, fingerprint, run_command, sha256_file
+from .corpus_build import SOURCES_DIR, _write_json, build_arguments, pip_download, profile_totals, write_corpus
 from .genres import GENRES, GENRES_BUILD_COMMAND, GENRES_DIR, GENRES_HINT, GENRES_LOCK, load_genre
 
 GENRE_SOURCES_DIR = SOURCES_DIR / "genres"
@@ -448,19 +447,14 @@ def build_genres(update_lock: bool = False, out_dir: Path | None = None) -> dict
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m ragcourse.genres_build [--update-lock]`: fetch, build, write and verify the genres."""
-    parser = argparse.ArgumentParser(prog=GENRES_BUILD_COMMAND, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--update-lock", action="store_true",
-                        help="(maintainers) write data/genres.lock.json from this build")
-    args = parser.parse_args(argv)
-    try:
+    args = build_arguments(GENRES_BUILD_COMMAND, __doc__, GENRES_LOCK, argv)
+
+    def build() -> None:
         build_genres(args.update_lock)
         for name in GENRES:
             load_genre(name)  # re-read each written genre and verify it against the lock
-    except CorpusError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+
+    return run_command(build)
 
 
 if __name__ == "__main__":
