@@ -79,7 +79,8 @@ def query_steps(retriever: pipeline.Retriever, texts: list[str]) -> dict:
     embedder, chunks = retriever.dense.embedder, retriever.chunks
     vectors = {t: embedder.encode_query(t) for t in texts}
     okapi = BM25Okapi([tokenize(c.text) for c in chunks], k1=retriever.bm25.k1, b=retriever.bm25.b)
-    reranker = LateInteractionReranker(embedder_model=embedder.model, fingerprint=embedder.fingerprint)
+    reranker = LateInteractionReranker(embedder_model=embedder.model, fingerprint=embedder.fingerprint,
+                                       remember_queries=False)  # every timed call encodes its query
     shortlists = {t: [chunks[i].text for i in retriever.rank(t, "hybrid")[:DEPTH]] for t in texts}
     reranker.index(sorted({p for s in shortlists.values() for p in s}))
     query_tokens = {t: reranker.query_tokens(t) for t in texts}

@@ -239,3 +239,24 @@ def test_rerank_rankings_reranks_the_head_of_every_query_and_keys_by_id():
     assert [c.index for c in out["q1/doc"]] == [1, 0, 2, 3]  # 0.9 over 0.1; 2 and 3 below the cut
     assert [c.index for c in out["q1/ticket"]] == [3, 2, 1, 0]  # 9.0 over 0.5 already in order
     assert fake.calls == 2
+
+
+def test_query_tokens_are_remembered_across_instances_unless_told_not_to(embedder, monkeypatch):
+    from ragcourse import rerank
+
+    calls = []
+    real = rerank.token_vectors
+    monkeypatch.setattr(rerank, "token_vectors", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    monkeypatch.setattr(rerank, "_QUERY_TOKENS", {})
+    first, second = (LateInteractionReranker(embedder, cache_dir=None, fingerprint="f") for _ in range(2))
+    a = first.query_tokens("why, why?")
+    b = second.query_tokens("why, why?")  # another instance, same model and skip list: remembered
+    assert b is a and calls == [["why, why?"]]
+    unskipped = LateInteractionReranker(embedder, cache_dir=None, fingerprint="f", skip_punctuation="none")
+    unskipped.query_tokens("why, why?")
+    timed = LateInteractionReranker(embedder, cache_dir=None, fingerprint="f", remember_queries=False)
+    np.testing.assert_array_equal(timed.query_tokens("why, why?"), a)  # encoded again, the same vectors
+    assert len(calls) == 3  # a new skip list, then the reranker that never remembers
+    monkeypatch.setattr(rerank, "QUERY_MEMORY", 1)
+    first.query_tokens("another query")  # the memory is full: the oldest query makes room
+    assert len(rerank._QUERY_TOKENS) == 1

@@ -279,7 +279,7 @@ class LateInteractionReranker:
 
     def __init__(self, embedder_model=None, use: str = "text", cache_dir: Path | None = TOKENS_DIR,
                  fingerprint: str | None = None, batch_size: int = 32,
-                 skip_punctuation: str = "both") -> None:
+                 skip_punctuation: str = "both", remember_queries: bool = True) -> None:
         if skip_punctuation not in SKIP_PUNCTUATION:
             raise ValueError(f"skip_punctuation={skip_punctuation!r}: expected one of {list(SKIP_PUNCTUATION)}")
         if embedder_model is None:
@@ -298,6 +298,7 @@ class LateInteractionReranker:
         self.fingerprint = fingerprint
         self.cache_dir = None if fingerprint is None or cache_dir is None else Path(cache_dir)
         self.tokens: dict[str, np.ndarray] = {}
+        self.remember_queries = remember_queries
         self.last_stats: dict = {}
         self._loaded = False
 
@@ -351,8 +352,18 @@ class LateInteractionReranker:
         return self.save() if self.last_stats["encoded"] else self._cache_file()
 
     def query_tokens(self, query: str) -> np.ndarray:
-        """The query's token vectors (float32, never cached)."""
-        return token_vectors(self.model, [query], skip=self.query_skip)[0]
+        """The query's token vectors (float32), remembered in memory for this process unless told not to.
+
+        A chapter reranks the same queries many times (depths, variants); the vectors would be the same.
+        """
+        if not self.remember_queries:
+            return token_vectors(self.model, [query], skip=self.query_skip)[0]
+        key = (self.fingerprint or id(self.model), self.query_skip, query)
+        if key not in _QUERY_TOKENS:
+            while len(_QUERY_TOKENS) >= max(QUERY_MEMORY, 1):
+                _QUERY_TOKENS.pop(next(iter(_QUERY_TOKENS)))  # the oldest first
+            _QUERY_TOKENS[key] = token_vectors(self.model, [query], skip=self.query_skip)[0]
+        return _QUERY_TOKENS[key]
 
     def score(self, query: str, passages: list[str]) -> np.ndarray:
         """MaxSim of the query against every passage."""
@@ -362,6 +373,11 @@ class LateInteractionReranker:
         if len(q) == 0:
             raise ValueError(f"query={query!r} has no tokens: expected some text")
         return maxsim_many(q, self.passage_tokens(passages))
+
+
+#: How many queries' token vectors `LateInteractionReranker.query_tokens` keeps (shared by its instances).
+QUERY_MEMORY = 4096
+_QUERY_TOKENS: dict[tuple, np.ndarray] = {}
 
 
 def default_reranker() -> Reranker:
