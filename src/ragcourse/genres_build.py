@@ -34,6 +34,7 @@ import contextlib
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -133,14 +134,26 @@ def fetch_deb(name: str, dest: Path = GENRE_SOURCES_DIR) -> Path:
     found = sorted(dest.glob(f"{name}_*_all.deb"))
     if not found:
         dest.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["apt-get", "download", name], cwd=dest, capture_output=True, text=True,
-                              check=False)
+        done = _apt_download(name, dest)
         found = sorted(dest.glob(f"{name}_*_all.deb"))
         if done.returncode != 0 or not found:
             raise CorpusError(f"threads: `apt-get download {name}` failed in {dest} (a Debian 12 "
                               f"system is needed): {done.stderr[-1000:]}")
     pinned = [p for p in found if sha256_file(p) == DEBS[name]["sha256"]]
     return pinned[0] if pinned else found[-1]
+
+
+def _apt_download(name: str, dest: Path) -> subprocess.CompletedProcess:
+    """`apt-get download name` in `dest`; on a fresh system with no package lists, after `apt-get update`."""
+    def download() -> subprocess.CompletedProcess:
+        return subprocess.run(["apt-get", "download", name], cwd=dest, capture_output=True, text=True, check=False)
+
+    done = download()
+    if done.returncode != 0:
+        sudo = [] if os.geteuid() == 0 or not shutil.which("sudo") else ["sudo"]
+        subprocess.run([*sudo, "apt-get", "update", "-qq"], capture_output=True, check=False)
+        done = download()
+    return done
 
 
 def deb_texts(path: Path, members: str) -> dict[str, str]:
