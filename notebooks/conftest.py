@@ -17,6 +17,10 @@ if str(ROOT) not in sys.path:
 
 from kit.selftest import checks_for, selftest  # noqa: E402
 
+# Not a module to search for doctests: `--doctest-modules tests notebooks` would import it a second time,
+# as `conftest`, beside tests/conftest.py.
+collect_ignore = ["conftest.py"]
+
 
 class KitSelfTest(pytest.Item):
     """The reference answers score full marks and the untouched student edition 0, in nbval's kernel."""

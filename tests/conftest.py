@@ -12,6 +12,9 @@ import os
 
 import pytest
 
+# Not searched for doctests: beside notebooks/conftest.py, `--doctest-modules` would import two `conftest`s.
+collect_ignore = ["conftest.py"]
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
