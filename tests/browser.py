@@ -90,7 +90,7 @@ class _Session:
 
 def load_page(html: Path, screenshot: Path | None = None, width: int = 1280) -> Page:
     """Open `html` (a local file), wait for its load event, and probe it; optionally save a full-page PNG."""
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:  # chromium helpers may still write
         process = subprocess.Popen([chromium(), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
