@@ -76,18 +76,20 @@ DOCUTILS_SETTINGS = {
 
 # --------------------------------------------------------------------------- fetch
 
+def check_sha256(path: Path, expected: str, what: str, hint: str = REBUILD_HINT) -> Path:
+    """`path`, unless it is missing or its sha256 is not `expected` (CorpusError saying what to do)."""
+    if not Path(path).is_file():
+        raise CorpusError(f"{what}: {path} not found; {hint} to fetch it")
+    actual = sha256_file(path)
+    if actual != expected:
+        raise CorpusError(f"{what}: {path} has sha256 {actual}, expected {expected}; "
+                          f"delete the file and {hint} to download it again")
+    return Path(path)
+
+
 def verify_sdist(path: Path) -> Path:
     """Raise CorpusError unless `path` exists and has the pinned sha256."""
-    path = Path(path)
-    if not path.is_file():
-        raise CorpusError(f"docutils sdist not found at {path}; {REBUILD_HINT} to fetch it")
-    actual = sha256_file(path)
-    if actual != SDIST_SHA256:
-        raise CorpusError(
-            f"{path} has sha256 {actual}, expected {SDIST_SHA256} "
-            f"({SDIST_FILENAME}); delete the file and {REBUILD_HINT} to download it again"
-        )
-    return path
+    return check_sha256(path, SDIST_SHA256, f"docutils sdist {SDIST_FILENAME}")
 
 
 def pip_download(name: str, version: str, filename: str, dest: Path, no_binary: str | None = None,

@@ -46,6 +46,7 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
+from . import corpus_build
 from .corpus import CorpusError, Document, document_sha256, fingerprint, run_command, sha256_file
 from .corpus_build import SOURCES_DIR, _write_json, build_arguments, pip_download, profile_totals, write_corpus
 from .genres import GENRES, GENRES_BUILD_COMMAND, GENRES_DIR, GENRES_HINT, GENRES_LOCK, load_genre
@@ -100,13 +101,7 @@ WIKI_MIN, WIKI_MAX, WIKI_TOTAL = 6_000, 30_000, 300_000
 
 def check_sha256(path: Path, expected: str, what: str) -> Path:
     """`path`, unless it is missing or its sha256 is not `expected` (CorpusError saying what to do)."""
-    if not Path(path).is_file():
-        raise CorpusError(f"{what}: {path} not found; {GENRES_HINT} to fetch it")
-    actual = sha256_file(path)
-    if actual != expected:
-        raise CorpusError(f"{what}: {path} has sha256 {actual}, expected {expected}; "
-                          f"delete the file and {GENRES_HINT} to download it again")
-    return Path(path)
+    return corpus_build.check_sha256(path, expected, what, GENRES_HINT)
 
 
 def fetch_spdx(dest: Path = GENRE_SOURCES_DIR) -> Path:
