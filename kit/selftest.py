@@ -108,11 +108,12 @@ def selftest(kernel, notebook: Path, checks_path: Path | None = None) -> list[st
     """Grade the executed chapter in `kernel` as reference and as student edition; the problems found."""
     nb = nbformat.read(notebook, as_version=4)
     checks_path = checks_path or checks_for(notebook)
-    maxima = {ex: h.points for ex, h in load_checks(checks_path).items()}
+    checks = load_checks(checks_path)
+    maxima = {ex: h.points for ex, h in checks.items()}
     forget = sorted(names_defined(answer_cells(nb)))
     run, attached = Run(), NbvalKernel(kernel)
     problems = []
-    full = _run_checks(attached, load_checks(checks_path), checks_path, LIMITS, run)
+    full = _run_checks(attached, checks, checks_path, LIMITS, run)
     if {ex: p for ex, (p, _) in full.items()} != maxima:
         problems.append(f"the reference solutions do not score full marks: {full} {run.notes}")
     capture = nbformat.v4.new_code_cell(CAPTURE.format(names=forget))
@@ -121,7 +122,7 @@ def selftest(kernel, notebook: Path, checks_path: Path | None = None) -> list[st
     answers = json.loads(printed.split("ANSWERS ", 1)[1]) if "ANSWERS " in printed else {}
     problems += [f"the student edition shows {leak}" for leak in leaks(nb, student_edition(nb), answers)]
     _run_cells(attached, student_tail(nb, forget), LIMITS, run)
-    zero = _run_checks(attached, load_checks(checks_path), checks_path, LIMITS, run)
+    zero = _run_checks(attached, checks, checks_path, LIMITS, run)
     if {ex: p for ex, (p, _) in zero.items()} != dict.fromkeys(maxima, 0):
         problems.append(f"the untouched student edition does not score 0: {zero}")
     return problems
