@@ -1,0 +1,74 @@
+"""Hidden checks for the chapter "Chunk to the document type" (document types). Never shipped with the student edition.
+
+The lead renames this file to kit/checks/chNN.py when the chapter gets its number.
+"""
+
+from __future__ import annotations
+
+from kit.hidden import check
+
+
+@check("9.1", points=1)
+def predicted_before_measuring(ns):
+    """A prediction was written: a direction among up, down and same, and a sentence of reasoning (completion)."""
+    prediction = ns.get("prediction_9_1")
+    assert isinstance(prediction, dict), "prediction_9_1 must be a dict with 'direction' and 'why'"
+    assert prediction.get("direction") in ("up", "down", "same"), "'direction' must be 'up', 'down' or 'same'"
+    why = prediction.get("why")
+    assert isinstance(why, str) and len(why.split()) >= 4, "'why' needs a sentence of reasoning"
+
+
+#: Replies and paragraph counts the notebook never shows: one per rule of the statement, and edges.
+UNSEEN = [
+    ("3, 6", 8), ("Answer: paragraphs 2 and 5 begin new topics.", 7), ("[4] [9]", 10), ("3, 4, 5", 9),
+    ("5, 4, 3, 3", 12), ("6; 2", 6), ("Paragraphs 1, 4 & 7", 10),  # usable
+    ("7", 5), ("12, 15", 10), ("none of them", 6), ("1", 6), ("", 4),  # out of range, no number, no break
+    ("2, 3, 4, 5", 5), ("2", 2), ("1, 2, 3, 4", 9), ("[2] [3] [4] [5]", 9), ("2, 3, 4", 9),  # every, counting
+    ("Paragraph 4 talks about rivers.", 8), ("3. The city lies on a river.", 9),  # prose
+    ("Paragraph 3 is about the war, paragraph 6 about the peace.", 9),
+]
+
+
+@check("9.2", points=3)
+def usable_breaks_on_unseen_replies(ns):
+    """usable_breaks(answer, n) equals parse_breaks(answer, n).breaks on 20 replies the notebook never shows:
+    7 usable ones (repeats, order, allowed words), 5 without a break, 8 that only the rules reject (prose,
+    every paragraph, counting from 1 or 2). All right: full; 16 or more: two thirds; 13 or more: one third
+    (keeping every number in 2..n, ignoring the rules, gets 12: nothing)."""
+    from ragcourse.genre_chunking import parse_breaks
+
+    fn = ns.get("usable_breaks")
+    assert callable(fn), "define usable_breaks(answer, n) -> tuple"
+    right = 0
+    for answer, n in UNSEEN:
+        try:
+            got = fn(answer, n)
+            right += tuple(got) == parse_breaks(answer, n).breaks
+        except Exception:  # noqa: BLE001 - a crash on one input costs that input only
+            pass
+    if right == len(UNSEEN):
+        return None
+    assert right >= 13, f"{right} of {len(UNSEEN)} unseen replies right: apply every rule, in the order given"
+    return 2 / 3 if right >= 16 else 1 / 3
+
+
+@check("9.3", points=2)
+def needles_destroyed_at_the_exercise_budget(ns):
+    """answer_9_3 == {genre: answers_destroyed by strategy A at TARGET_9_3}, recomputed from the package."""
+    from ragcourse.chunking import chunk_corpus
+    from ragcourse.evaluation import answers_destroyed
+    from ragcourse.genres import GENRES, load_genre
+    from ragcourse.groundtruth import load_genre_questions
+
+    answer, target = ns.get("answer_9_3"), ns["TARGET_9_3"]
+    assert isinstance(answer, dict) and sorted(answer) == sorted(GENRES), \
+        f"answer_9_3 needs one count per genre {GENRES}"
+    right = 0
+    for genre in GENRES:
+        docs = load_genre(genre)
+        needles = [q.needle for q in load_genre_questions(genre, corpus=docs)]
+        right += answer[genre] == len(answers_destroyed(chunk_corpus(docs, "A", target=target), needles))
+    if right == len(GENRES):
+        return None
+    assert right >= 2, "check the strategy (A), the budget (TARGET_9_3) and that you count needles, not chunks"
+    return 1 / 2
