@@ -8,8 +8,7 @@ did not see) against the rate of a random pick, the LLM calls and the seconds pe
 for two wordings of the question: the package's (`BREAKS_PROMPT`) and one with a worked example.
 The chapter reads `benchmarks/results/llm_breaks.json` and recomputes every statistic from it.
 
-Pages: the wiki genre corpus when `ragcourse.genres` can load it, else five pages of the main corpus
-(recorded under "source"). Run: `nice -n 19 python benchmarks/llm_breaks.py` (a few minutes).
+Pages: the first five of the wiki genre corpus. Run: `nice -n 19 python benchmarks/llm_breaks.py` (a few minutes).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from pathlib import Path
 
 from ragcourse import models
 from ragcourse.chunking import chunk
-from ragcourse.corpus import Document, load_corpus, sections
+from ragcourse.corpus import Document, sections
 from ragcourse.genre_chunking import (
     BREAKS_PROMPT,
     LLM_SHOW,
@@ -35,6 +34,7 @@ from ragcourse.genre_chunking import (
     heading_chunk,
     llm_break_calls,
 )
+from ragcourse.genres import load_genre
 
 OUT = Path(__file__).resolve().parent / "results" / "llm_breaks.json"
 #: A second wording with one worked example, so a weak answer cannot be blamed on the bare prompt alone.
@@ -43,19 +43,12 @@ ONE_SHOT = ("Paragraphs are numbered. Name the paragraphs that start a new topic
             "[3] Bananas are rich in potassium.\n[4] They grow in the tropics.\nAnswer: 3\n\n"
             "Now:\n{paragraphs}\nAnswer:")
 TEMPLATES = {"zero-shot": BREAKS_PROMPT, "one-shot": ONE_SHOT}
-MAIN_PAGES = ("dev-repository", "dev-testing", "eps-ep-001", "eps-ep-010", "user-rst-quickstart")
 PAGES = 5
 
 
 def pages() -> tuple[str, list[Document]]:
-    """The wiki genre's first pages if that corpus loads, else five fixed pages of the main corpus."""
-    try:
-        from ragcourse.genres import load_genre
-
-        return "wiki genre corpus", load_genre("wiki")[:PAGES]
-    except Exception as err:  # the module or its built corpus is absent: say so in the output
-        print(f"wiki corpus unavailable ({type(err).__name__}: {err}); using the main corpus")
-        return "main corpus (wiki corpus not built)", [d for d in load_corpus() if d.id in MAIN_PAGES]
+    """The wiki genre corpus's first pages (built by `make corpus`; a missing corpus stops the trial)."""
+    return "wiki genre corpus", load_genre("wiki")[:PAGES]
 
 
 def section_starts(doc: Document) -> set[int]:

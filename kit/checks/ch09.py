@@ -1,63 +1,71 @@
-"""Hidden checks for chapter 9 (query expansion). Never shipped with the student edition."""
+"""Hidden checks for chapter 9 (document types). Never shipped with the student edition."""
 
 from __future__ import annotations
-
-import math
 
 from kit.hidden import check
 
 
 @check("9.1", points=1)
 def predicted_before_measuring(ns):
-    """A prediction was written: a number in [0, 1] and a sentence of reasoning (completion; rubric in the guide)."""
-    value, reason = ns.get("prediction_9_1"), ns.get("reason_9_1")
-    assert isinstance(value, int | float) and not isinstance(value, bool), "prediction_9_1 must be a number"
-    assert math.isfinite(value) and 0 <= value <= 1, "prediction_9_1 must be an MRR, between 0 and 1"
-    assert isinstance(reason, str) and len(reason.split()) >= 5, "reason_9_1 needs a sentence of reasoning"
+    """A prediction was written: a direction among up, down and same, and a sentence of reasoning (completion)."""
+    prediction = ns.get("prediction_9_1")
+    assert isinstance(prediction, dict), "prediction_9_1 must be a dict with 'direction' and 'why'"
+    assert prediction.get("direction") in ("up", "down", "same"), "'direction' must be 'up', 'down' or 'same'"
+    why = prediction.get("why")
+    assert isinstance(why, str) and len(why.split()) >= 4, "'why' needs a sentence of reasoning"
 
 
+#: Replies and paragraph counts the notebook never shows: one per rule of the statement, and edges.
 UNSEEN = [
-    ("Traceback (most recent call last):\n  File \"a.py\", line 3, in <module>\n    f()\nValueError: bad width\n",
-     "ValueError: bad width"),
-    ("it broke again\n  raise KeyError(x)\n   KeyError: 'title'   \nany idea?", "KeyError: 'title'"),
-    ("first\nTypeError: one\nDuring handling of the above exception, another exception occurred:\n"
-     "docutils.utils.SystemMessageError: two", "docutils.utils.SystemMessageError: two"),
-    ("json.decoder.JSONDecodeError: Expecting value: line 1 column 1",
-     "json.decoder.JSONDecodeError: Expecting value: line 1 column 1"),
-    ("UserWarning: deprecated option --foo", "UserWarning: deprecated option --foo"),
-    ("no traceback here, the output is just empty", "no traceback here, the output is just empty"),
-    ("MyException: custom\nthen text", "MyException: custom"),
-    ("", ""),
+    ("3, 6", 8), ("Answer: paragraphs 2 and 5 begin new topics.", 7), ("[4] [9]", 10), ("3, 4, 5", 9),
+    ("5, 4, 3, 3", 12), ("6; 2", 6), ("Paragraphs 1, 4 & 7", 10),  # usable
+    ("7", 5), ("12, 15", 10), ("none of them", 6), ("1", 6), ("", 4),  # out of range, no number, no break
+    ("2, 3, 4, 5", 5), ("2", 2), ("1, 2, 3, 4", 9), ("[2] [3] [4] [5]", 9), ("2, 3, 4", 9),  # every, counting
+    ("Paragraph 4 talks about rivers.", 8), ("3. The city lies on a river.", 9),  # prose
+    ("Paragraph 3 is about the war, paragraph 6 about the peace.", 9),
 ]
 
 
 @check("9.2", points=3)
-def last_error_line_on_unseen_tickets(ns):
-    """last_error_line on 8 tickets the notebook never shows: plain and chained tracebacks, dotted names,
-    warnings, padding, no traceback at all, the empty ticket. 8 right: full; 6-7: two thirds; 3-5: one third."""
-    fn = ns.get("last_error_line")
-    assert callable(fn), "define last_error_line(ticket) -> str"
+def usable_breaks_on_unseen_replies(ns):
+    """usable_breaks(answer, n) equals parse_breaks(answer, n).breaks on 20 replies the notebook never shows:
+    7 usable ones (repeats, order, allowed words), 5 without a break, 8 that only the rules reject (prose,
+    every paragraph, counting from 1 or 2). All right: full; 16 or more: two thirds; 13 or more: one third
+    (keeping every number in 2..n, ignoring the rules, gets 12: nothing)."""
+    from ragcourse.genre_chunking import parse_breaks
+
+    fn = ns.get("usable_breaks")
+    assert callable(fn), "define usable_breaks(answer, n) -> tuple"
     right = 0
-    for ticket, expected in UNSEEN:
+    for answer, n in UNSEEN:
         try:
-            right += fn(ticket) == expected
+            got = fn(answer, n)
+            right += tuple(got) == parse_breaks(answer, n).breaks
         except Exception:  # noqa: BLE001 - a crash on one input costs that input only
             pass
     if right == len(UNSEEN):
         return None
-    assert right >= 3, f"{right} of {len(UNSEEN)} unseen tickets right: check chained tracebacks and padding"
-    return 2 / 3 if right >= 6 else 1 / 3
+    assert right >= 13, f"{right} of {len(UNSEEN)} unseen replies right: apply every rule, in the order given"
+    return 2 / 3 if right >= 16 else 1 / 3
 
 
 @check("9.3", points=2)
-def feedback_under_the_reranker(ns):
-    """answer_9_3 equals (difference, p) of detectable(feedback + rerank, none + rerank) on tickets, recomputed."""
-    from ragcourse import evaluation
+def needles_destroyed_at_the_exercise_budget(ns):
+    """answer_9_3 == {genre: answers_destroyed by strategy A at TARGET_9_3}, recomputed from the package."""
+    from ragcourse.chunking import chunk_corpus
+    from ragcourse.evaluation import answers_destroyed
+    from ragcourse.genres import GENRES, load_genre
+    from ragcourse.groundtruth import load_genre_questions
 
-    runs, by_phrasing = ns["runs"], ns["by_phrasing"]
-    d = evaluation.detectable(by_phrasing(runs["feedback + rerank"], "ticket"),
-                              by_phrasing(runs["none + rerank"], "ticket"))
-    answer = ns.get("answer_9_3")
-    assert isinstance(answer, tuple) and len(answer) == 2, "answer_9_3 must be a (difference, p) pair"
-    assert abs(answer[0] - d.difference) <= 0.0015, "the difference is off: feedback + rerank minus none + rerank"
-    assert abs(answer[1] - d.p) <= 0.002, "the p-value is off: use evaluation.detectable, paired by question"
+    answer, target = ns.get("answer_9_3"), ns["TARGET_9_3"]
+    assert isinstance(answer, dict) and sorted(answer) == sorted(GENRES), \
+        f"answer_9_3 needs one count per genre {GENRES}"
+    right = 0
+    for genre in GENRES:
+        docs = load_genre(genre)
+        needles = [q.needle for q in load_genre_questions(genre, corpus=docs)]
+        right += answer[genre] == len(answers_destroyed(chunk_corpus(docs, "A", target=target), needles))
+    if right == len(GENRES):
+        return None
+    assert right >= 2, "check the strategy (A), the budget (TARGET_9_3) and that you count needles, not chunks"
+    return 1 / 2

@@ -1,0 +1,63 @@
+"""Hidden checks for chapter 10 (query expansion). Never shipped with the student edition."""
+
+from __future__ import annotations
+
+import math
+
+from kit.hidden import check
+
+
+@check("10.1", points=1)
+def predicted_before_measuring(ns):
+    """A prediction was written: a number in [0, 1] and a sentence of reasoning (completion; rubric in the guide)."""
+    value, reason = ns.get("prediction_10_1"), ns.get("reason_10_1")
+    assert isinstance(value, int | float) and not isinstance(value, bool), "prediction_10_1 must be a number"
+    assert math.isfinite(value) and 0 <= value <= 1, "prediction_10_1 must be an MRR, between 0 and 1"
+    assert isinstance(reason, str) and len(reason.split()) >= 5, "reason_10_1 needs a sentence of reasoning"
+
+
+UNSEEN = [
+    ("Traceback (most recent call last):\n  File \"a.py\", line 3, in <module>\n    f()\nValueError: bad width\n",
+     "ValueError: bad width"),
+    ("it broke again\n  raise KeyError(x)\n   KeyError: 'title'   \nany idea?", "KeyError: 'title'"),
+    ("first\nTypeError: one\nDuring handling of the above exception, another exception occurred:\n"
+     "docutils.utils.SystemMessageError: two", "docutils.utils.SystemMessageError: two"),
+    ("json.decoder.JSONDecodeError: Expecting value: line 1 column 1",
+     "json.decoder.JSONDecodeError: Expecting value: line 1 column 1"),
+    ("UserWarning: deprecated option --foo", "UserWarning: deprecated option --foo"),
+    ("no traceback here, the output is just empty", "no traceback here, the output is just empty"),
+    ("MyException: custom\nthen text", "MyException: custom"),
+    ("", ""),
+]
+
+
+@check("10.2", points=3)
+def last_error_line_on_unseen_tickets(ns):
+    """last_error_line on 8 tickets the notebook never shows: plain and chained tracebacks, dotted names,
+    warnings, padding, no traceback at all, the empty ticket. 8 right: full; 6-7: two thirds; 3-5: one third."""
+    fn = ns.get("last_error_line")
+    assert callable(fn), "define last_error_line(ticket) -> str"
+    right = 0
+    for ticket, expected in UNSEEN:
+        try:
+            right += fn(ticket) == expected
+        except Exception:  # noqa: BLE001 - a crash on one input costs that input only
+            pass
+    if right == len(UNSEEN):
+        return None
+    assert right >= 3, f"{right} of {len(UNSEEN)} unseen tickets right: check chained tracebacks and padding"
+    return 2 / 3 if right >= 6 else 1 / 3
+
+
+@check("10.3", points=2)
+def feedback_under_the_reranker(ns):
+    """answer_10_3 equals (difference, p) of detectable(feedback + rerank, none + rerank) on tickets, recomputed."""
+    from ragcourse import evaluation
+
+    runs, by_phrasing = ns["runs"], ns["by_phrasing"]
+    d = evaluation.detectable(by_phrasing(runs["feedback + rerank"], "ticket"),
+                              by_phrasing(runs["none + rerank"], "ticket"))
+    answer = ns.get("answer_10_3")
+    assert isinstance(answer, tuple) and len(answer) == 2, "answer_10_3 must be a (difference, p) pair"
+    assert abs(answer[0] - d.difference) <= 0.0015, "the difference is off: feedback + rerank minus none + rerank"
+    assert abs(answer[1] - d.p) <= 0.002, "the p-value is off: use evaluation.detectable, paired by question"
