@@ -227,10 +227,10 @@ def _first_content(node: nodes.Element) -> nodes.Node | None:
     return next((c for c in node.children if not _is_dropped(c)), None)
 
 
-def _labelled(label: str, node: nodes.Element) -> list[str]:
-    """Blocks of `node` led by 'label: ' (merged into a first paragraph, else its own line)."""
+def _labelled(label: str, node: nodes.Element, colon: bool = True) -> list[str]:
+    """Blocks of `node` led by 'label: ' (merged into a first paragraph, else its own line); `colon=False`: 'label '."""
     body = blocks(node)
-    lead = label if label.endswith(":") else label + ":"
+    lead = label + ":" if colon and not label.endswith(":") else label
     if body and isinstance(_first_content(node), nodes.paragraph):
         body[0] = f"{lead} {body[0]}"
     elif label:
@@ -391,12 +391,7 @@ def _admonition(node: nodes.Element) -> list[str]:
 
 def _footnote(node: nodes.footnote | nodes.citation) -> list[str]:
     label = next((c.astext() for c in node.children if isinstance(c, nodes.label)), "")
-    body = blocks(node)
-    if body and isinstance(_first_content(node), nodes.paragraph):
-        body[0] = f"[{label}] {body[0]}"
-    else:
-        body.insert(0, f"[{label}]")
-    return body
+    return _labelled(f"[{label}]", node, colon=False)
 
 
 # ----- tables
