@@ -18,9 +18,6 @@ A chunk's `section` is the title of the `## ` section its first character lies i
 from `ragcourse.corpus.sections` (re-exported here), the one rule the book uses: a `## ` line inside
 fenced code is code, not a heading.
 
-Strategies (the original chapter's letters): A blind, B blind+overlap, C boundaries, D boundaries+overlap,
-E boundaries+header, F boundaries+header+overlap.
-
 The boundary rule follows the original chapter's TypeScript `chunkDocument` (transcribed in the tests
 as a test oracle), with these deliberate deviations:
 - text before a document's first `## ` heading is kept, as a section titled "" (the original
@@ -68,6 +65,7 @@ class Strategy:
     overlap: bool
 
 
+#: The six strategies, under the original chapter's letters.
 STRATEGIES: dict[str, Strategy] = {
     "A": Strategy("A", "blind", "blind", header=False, overlap=False),
     "B": Strategy("B", "blind + overlap", "blind", header=False, overlap=True),

@@ -86,10 +86,7 @@ def collapse(text: str) -> str:
 
 
 def sha256_file(path: Path | str) -> str:
-    """Hex sha256 of a file's bytes (read in blocks, so a large file is never held in memory).
-
-    The sha256 of an empty file is ``e3b0c442...b855``.
-    """
+    """Hex sha256 of a file's bytes (read in blocks, so a large file is never held in memory)."""
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 

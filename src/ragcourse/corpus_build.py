@@ -94,11 +94,10 @@ def verify_sdist(path: Path) -> Path:
 
 def pip_download(name: str, version: str, filename: str, dest: Path, no_binary: str | None = None,
                  options: list[str] | None = None) -> Path:
-    """`dest/filename`, downloaded with `pip download` (sdist of `name`) unless already there.
+    """`dest/filename`, fetched by `pip download` unless there; RuntimeError with pip's message if that fails.
 
-    `no_binary` is pip's --no-binary value (default: `name` alone); `options`, when given, replace
-    it (a wheel: ``["--only-binary", ":all:"]``). Raises RuntimeError with pip's message if the
-    download fails; the caller checks the file's sha256.
+    `no_binary` is pip's --no-binary value (default `name`); `options` replace it (a wheel: ``["--only-binary",
+    ":all:"]``). The caller checks the file's sha256.
     """
     target = Path(dest) / filename
     if not target.is_file():
@@ -179,13 +178,9 @@ def parse(source: str, source_path: str):
 # later by one blank line); inline rendering returns plain text (markup dropped, math as $...$).
 
 
-
 def _problematic(node: nodes.problematic) -> str:
     """Unresolved markup keeps its words: '`inline markup`_' -> 'inline markup'."""
     return re.sub(r"^:[\w.-]+:|`|_{1,2}$", "", node.astext())
-
-
-_INLINE: dict[type, Callable[[nodes.Node], str]] = {}
 
 
 def inline(node: nodes.Node) -> str:
@@ -232,10 +227,10 @@ def _first_content(node: nodes.Element) -> nodes.Node | None:
     return next((c for c in node.children if not _is_dropped(c)), None)
 
 
-def _labelled(label: str, node: nodes.Element) -> list[str]:
-    """Blocks of `node` led by 'label: ' (merged into a first paragraph, else its own line)."""
+def _labelled(label: str, node: nodes.Element, colon: bool = True) -> list[str]:
+    """Blocks of `node` led by 'label: ' (merged into a first paragraph, else its own line); `colon=False`: 'label '."""
     body = blocks(node)
-    lead = label if label.endswith(":") else label + ":"
+    lead = label + ":" if colon and not label.endswith(":") else label
     if body and isinstance(_first_content(node), nodes.paragraph):
         body[0] = f"{lead} {body[0]}"
     elif label:
@@ -257,10 +252,8 @@ def _section(node: nodes.section) -> list[str]:
 def fence(content: str, info: str = "") -> str:
     """Fence `content` verbatim, with a fence longer than any backtick run inside it.
 
-    >>> fence("x = 1", "python")
-    '```python\\nx = 1\\n```'
-    >>> fence("```\\nx")
-    '````\\n```\\nx\\n````'
+    >>> fence("x = 1", "python"), fence("```\\nx")
+    ('```python\\nx = 1\\n```', '````\\n```\\nx\\n````')
     """
     longest = max((len(run) for run in re.findall(r"`{3,}", content)), default=0)
     mark = "`" * max(3, longest + 1)
@@ -271,10 +264,6 @@ def _literal_block(node: nodes.literal_block) -> list[str]:
     classes = node.get("classes", [])
     language = next((c for c in classes if c != "code"), "") if "code" in classes else ""
     return [fence(node.astext(), language)]
-
-
-def _math_block(node: nodes.math_block) -> list[str]:
-    return ["$$\n" + node.astext().strip("\n") + "\n$$"]
 
 
 def _line_block(node: nodes.line_block, indent: str = "") -> list[str]:
@@ -297,10 +286,8 @@ def _block_quote(node: nodes.block_quote) -> list[str]:
 def _item(marker: str, body: list[str]) -> str:
     """A list item: marker + blocks, continuation lines indented under the marker.
 
-    >>> _item("- ", ["a", "b"])
-    '- a\\n\\n  b'
-    >>> _item("1. ", ["```\\nx\\n```"])
-    '1.\\n   ```\\n   x\\n   ```'
+    >>> _item("- ", ["a", "b"]), _item("1. ", ["```\\nx\\n```"])
+    ('- a\\n\\n  b', '1.\\n   ```\\n   x\\n   ```')
     """
     lines = "\n\n".join(body).split("\n")
     pad = " " * len(marker)
@@ -346,10 +333,6 @@ def _enum_label(enumtype: str, number: int) -> str:
               "upperalpha": chr(64 + number), "lowerroman": _roman(number),
               "upperroman": _roman(number).upper()}
     return labels.get(enumtype, str(number))
-
-
-def _bullet_list(node: nodes.bullet_list) -> list[str]:
-    return _join_items([_item("- ", blocks(item)) for item in node.children])
 
 
 def _enumerated_list(node: nodes.enumerated_list) -> list[str]:
@@ -408,16 +391,7 @@ def _admonition(node: nodes.Element) -> list[str]:
 
 def _footnote(node: nodes.footnote | nodes.citation) -> list[str]:
     label = next((c.astext() for c in node.children if isinstance(c, nodes.label)), "")
-    body = blocks(node)
-    if body and isinstance(_first_content(node), nodes.paragraph):
-        body[0] = f"[{label}] {body[0]}"
-    else:
-        body.insert(0, f"[{label}]")
-    return body
-
-
-def _figure(node: nodes.figure) -> list[str]:
-    return blocks(node)  # the image is dropped; caption and legend stay as paragraphs
+    return _labelled(f"[{label}]", node, colon=False)
 
 
 # ----- tables
@@ -492,25 +466,22 @@ _BLOCK: tuple[tuple[type, Callable[[nodes.Node], list[str]]], ...] = (
     (nodes.paragraph, lambda n: [_text(n)]),
     (nodes.literal_block, _literal_block),
     (nodes.doctest_block, lambda n: [fence(n.astext())]),
-    (nodes.math_block, _math_block),
+    (nodes.math_block, lambda n: ["$$\n" + n.astext().strip("\n") + "\n$$"]),
     (nodes.line_block, _line_block),
     (nodes.block_quote, _block_quote),
     (nodes.attribution, lambda n: ["-- " + _text(n)]),
-    (nodes.bullet_list, _bullet_list),
+    (nodes.bullet_list, lambda n: _join_items([_item("- ", blocks(item)) for item in n.children])),
     (nodes.enumerated_list, _enumerated_list),
     (nodes.definition_list, _definition_list),
     (nodes.field_list, _field_list),
     (nodes.option_list, _option_list),
-    (nodes.Admonition, _admonition),
-    (nodes.topic, _admonition),
-    (nodes.sidebar, _admonition),
-    (nodes.footnote, _footnote),
-    (nodes.citation, _footnote),
-    (nodes.figure, _figure),
+    (nodes.Admonition | nodes.topic | nodes.sidebar, _admonition),
+    (nodes.footnote | nodes.citation, _footnote),
+    (nodes.figure, blocks),  # the image is dropped; caption and legend stay as paragraphs
     (nodes.table, _table),
 )
 
-_INLINE.update({
+_INLINE: dict[type, Callable[[nodes.Node], str]] = {
     nodes.math: lambda n: f"${n.astext()}$",
     nodes.footnote_reference: lambda n: f"[{n.astext()}]",
     nodes.citation_reference: lambda n: f"[{n.astext()}]",
@@ -518,7 +489,7 @@ _INLINE.update({
     nodes.image: lambda n: n.get("alt", ""),
     nodes.raw: lambda n: "",
     nodes.system_message: lambda n: "",
-})
+}
 
 
 def _drop_target_notes(doctree: nodes.document) -> None:

