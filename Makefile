@@ -43,7 +43,8 @@ LINT_PATHS := $(wildcard src tests benchmarks kit) notebooks/conftest.py
 # Pytest runs in its own network namespace (loopback only) when the kernel allows it;
 # pytest-socket blocks outside connections in-process either way.
 NETNS := $(shell unshare -n true >/dev/null 2>&1 && echo yes || echo no)
-PYTEST_ARGS := -p no:cacheprovider \
+# --durations: the CI log names the slowest items, so a run near the time limit shows where it went.
+PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--disable-socket --allow-unix-socket --allow-hosts=127.0.0.1,::1,localhost \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse tests notebooks
@@ -99,7 +100,7 @@ lint: $(STAMPS)/install
 # nbval must pass both times, or a stored number depends on the machine. After each chapter's last cell,
 # nbval's kernel also grades the chapter with the kit (notebooks/conftest.py): full marks, then 0 for stubs.
 OLDER_CPU := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2 RAGCOURSE_CACHE=$(CURDIR)/data/cache-older-cpu
-NBVAL_ARGS := -p no:cacheprovider --disable-socket --allow-unix-socket --allow-hosts=127.0.0.1,::1,localhost \
+NBVAL_ARGS := -p no:cacheprovider --durations=15 --disable-socket --allow-unix-socket --allow-hosts=127.0.0.1,::1,localhost \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg notebooks
 
 ifeq ($(NETNS),yes)
