@@ -320,7 +320,7 @@ class AnswerCheck:
         return not (self.unknown_refs or self.uncited_sentences or self.invented_links)
 
 
-def _refs(text: str) -> list[int]:
+def refs(text: str) -> list[int]:
     """Every source number in `[n]`, `[n, m]` or `[n][m]` markers: 'a [1, 3] b [2]' -> [1, 3, 2]."""
     return [int(n) for group in _MARKER.findall(text) for n in re.split(r"\s*[,;]\s*", group)]
 
@@ -383,18 +383,20 @@ def support(sentence: str, quotes: Sequence[str]) -> float:
     return len(words & found) / len(words) if words else 1.0
 
 
+def cited_sentences(answer: str, citations: Sequence[Citation]) -> tuple[str, ...]:
+    """The answer's sentences with at least one `[n]` that names one of `citations`."""
+    known = {c.n for c in citations}
+    return tuple(s for s in sentences(answer) if known.intersection(refs(s)))
+
+
 def unsupported_sentences(answer: str, citations: Sequence[Citation],
                           threshold: float = SUPPORT_THRESHOLD) -> tuple[str, ...]:
-    """Sentences citing at least one real source whose support by the sources they cite is < threshold."""
+    """Cited sentences whose `support` by the real sources they cite is below `threshold`."""
     if not 0 <= threshold <= 1:
         raise ValueError(f"threshold must be in [0, 1]; got {threshold!r}")
     quotes = {c.n: c.quote for c in citations}
-    flagged = []
-    for s in sentences(answer):
-        cited = [quotes[n] for n in dict.fromkeys(_refs(s)) if n in quotes]
-        if cited and support(s, cited) < threshold:
-            flagged.append(s)
-    return tuple(flagged)
+    return tuple(s for s in cited_sentences(answer, citations)
+                 if support(s, [quotes[n] for n in dict.fromkeys(refs(s)) if n in quotes]) < threshold)
 
 
 def check_answer(answer: str, citations: Sequence[Citation],
@@ -402,7 +404,7 @@ def check_answer(answer: str, citations: Sequence[Citation],
     """Check that every [n] names a real source, every claim cites one, and no link was invented;
     also list the cited sentences their sources do not support (`unsupported_sentences`)."""
     known = {c.n for c in citations}
-    unknown = tuple(sorted({n for n in _refs(answer) if n not in known}))
+    unknown = tuple(sorted({n for n in refs(answer) if n not in known}))
     uncited = tuple(s for s in sentences(answer) if is_claim(s) and not _MARKER.search(s))
     return AnswerCheck(unknown_refs=unknown, uncited_sentences=uncited,
                        invented_links=tuple(invented_identifiers(answer)),
