@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcourse.chunking import chunk
+from ragcourse.chunking import chunk, chunk_corpus
 from ragcourse.citations import (
     REFUSAL,
     CharRange,
@@ -14,9 +14,14 @@ from ragcourse.citations import (
     SheetRange,
     build_context,
     check_answer,
+    content_words,
+    escape_markers,
     invented_identifiers,
     sentences,
+    support,
     text_fragment_url,
+    unescape_markers,
+    unsupported_sentences,
 )
 from ragcourse.corpus import Document
 from ragcourse.dense import Hit
@@ -190,3 +195,90 @@ def test_identifier_patterns_leave_plain_numbers_alone():
 def test_sentences_keep_markers_that_follow_the_full_stop():
     assert sentences("A is B. [1] C is D [2].\n1. E is F [1][2].") == [
         "A is B [1].", "C is D [2].", "E is F [1][2]."]
+
+
+# --- the corpus's own [n] markers never reach the model as citations -----------------------------
+
+FOOTNOTED = Document(
+    id="primer",
+    title="A Primer",
+    text=("## What Next?\n"
+          "The specification is the place to go [1]. Tables follow the grammar [2, 3].\n\n"
+          "Code keeps its index: argv[1] is the first argument.\n"),
+)
+
+
+def _source_block(context, n: int) -> str:
+    """The text shown to the model under source [n]: from its header line to the next header."""
+    heads = [context.prompt.index(f"\n[{c.n}] {c.doc_name} - {c.label}\n") for c in context.citations]
+    ends = heads[1:] + [context.prompt.index("\n\nQUESTION\n")]
+    block = context.prompt[heads[n - 1] + 1:ends[n - 1]]
+    return block.split("\n", 1)[1].removesuffix("\n")
+
+
+def test_escape_markers_turns_every_marker_into_a_footnote_and_back():
+    text = FOOTNOTED.text
+    escaped = escape_markers(text)
+    assert escaped.count("[^") == 3 and "go [^1]." in escaped and "[^2, 3]" in escaped and "argv[^1]" in escaped
+    assert check_answer(escaped, []).unknown_refs == ()  # nothing left that reads as a citation
+    assert check_answer(text, []).unknown_refs == (1, 2, 3)  # ... while the raw text had three
+    assert unescape_markers(escaped) == text
+
+
+def test_prompt_escapes_markers_but_citation_keeps_the_exact_slice():
+    chunks = chunk(FOOTNOTED, strategy="E")
+    context = build_context("where do I go next?", hits_for(chunks))
+    cit = context.citations[0]
+    start, end = (int(x) for x in cit.fragment.removeprefix("#char=").split(","))
+    assert cit.quote == FOOTNOTED.text[start:end] and "go [1]." in cit.quote  # the reader's quote: untouched
+    shown = _source_block(context, 1)
+    assert shown == escape_markers(cit.quote) and unescape_markers(shown) == cit.quote
+    copied = next(s for s in sentences(shown) if "place to go" in s)  # the model copies the sentence
+    assert copied == "The specification is the place to go [^1]."
+    verdict = check_answer(copied, context.citations)
+    assert verdict.unknown_refs == () and verdict.uncited_sentences == (copied,)  # not a citation of [1]
+
+
+def test_real_corpus_chunks_with_markers_reach_the_prompt_escaped(corpus):
+    chunks = [c for c in chunk_corpus(corpus, strategy="E") if check_answer(c.content, []).unknown_refs]
+    assert len(chunks) == 113  # docutils' footnote references, as chapter 7 counts them
+    context = build_context("q", hits_for(chunks))
+    for cit, ch in zip(context.citations, chunks, strict=True):
+        shown = _source_block(context, cit.n)
+        assert cit.quote == ch.content and check_answer(shown, []).unknown_refs == ()
+        assert unescape_markers(shown) == ch.content  # the mapping back to the exact slice is lossless
+
+
+# --- the lexical support score ----------------------------------------------------------------------
+
+def test_content_words_drop_stopwords_markers_and_a_plural_s():
+    assert content_words("The lists are NOT in tables [2].") == {"list", "table"}
+    assert content_words("classes") == {"classe"}  # the crude rule: only the final s goes
+    assert content_words("It is what it is.") == set()
+
+
+def test_support_is_the_share_of_content_words_found_in_the_quotes():
+    assert support("Blank lines separate paragraphs [1].", ["A blank line ends a paragraph."]) == 3 / 4
+    assert support("Blank lines separate paragraphs [1].", ["Blank.", "separate them"]) == 2 / 4
+    assert support("It is so [1].", ["anything"]) == 1.0  # no content words: nothing to support
+    assert support("Tables [1].", []) == 0.0
+
+
+def test_unsupported_sentences_use_only_real_cited_sources():
+    cits = [Citation(1, "g", "G", "S", "#char=0,1", "Stake the corners of the tent first.", 0.1),
+            Citation(2, "g", "G", "S", "#char=1,2", "Carbon monoxide has no smell.", 0.2)]
+    text = ("Stake the tent corners first [1]. Carbon monoxide smells of roses [1]. "
+            "Carbon monoxide smells of roses [1][2]. Stoves explode daily [9]. Uncited claims pass here too.")
+    assert unsupported_sentences(text, cits) == ("Carbon monoxide smells of roses [1].",)
+    assert unsupported_sentences(text, cits, threshold=1.0) == (
+        "Carbon monoxide smells of roses [1].", "Carbon monoxide smells of roses [1][2].")
+    assert check_answer(text, cits).unsupported == ("Carbon monoxide smells of roses [1].",)
+    with pytest.raises(ValueError, match="threshold"):
+        unsupported_sentences(text, cits, threshold=1.5)
+
+
+def test_support_cannot_see_negation_or_a_wrong_number():
+    quote = ["Lists must appear after two blank lines."]
+    assert support("Lists must not appear after blank lines [1].", quote) == 1.0  # negation is invisible
+    assert support("Lists appear after two lines [1].", quote) == 1.0
+    assert support("Lists appear after three lines [1].", quote) == 0.75  # a changed number costs one word

@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 
 from kit.hidden import check
-from ragcourse.citations import Citation, PdfPage, SheetRange, sentences, text_fragment_url
+from ragcourse.citations import (
+    Citation,
+    PdfPage,
+    SheetRange,
+    cited_sentences,
+    sentences,
+    text_fragment_url,
+    unsupported_sentences,
+)
 from ragcourse.exercises import choose
 
 
@@ -97,3 +105,22 @@ def prediction_recorded(ns):
     assert isinstance(p, dict), "prediction_7_4 should be a dict"
     assert isinstance(p.get("ok"), bool), "prediction_7_4['ok'] should be True or False"
     assert isinstance(p.get("why"), str) and len(p["why"].split()) >= 5, "give a reason of a sentence or two"
+
+
+@check("7.5", points=2)
+def support_threshold_counts(ns):
+    """answer_7_5 equals (flagged, cited): the cited sentences of the notebook's stored in-domain answers that
+    unsupported_sentences flags at the exercise's threshold, and all their cited sentences, recomputed with the
+    package (half marks when only the cited count is right)."""
+    threshold = choose("7.5", [0.75, 0.25, 0.6])
+    answered = [m for m in ns["measured"] if m["group"] == "in" and m["answered"]]
+    flagged = sum(len(unsupported_sentences(m["text"], m["citations"], threshold)) for m in answered)
+    cited = sum(len(cited_sentences(m["text"], m["citations"])) for m in answered)
+    got = ns["answer_7_5"]
+    assert isinstance(got, tuple) and len(got) == 2, "answer_7_5 should be a tuple (flagged, cited)"
+    if tuple(got) == (flagged, cited):
+        return None
+    if got[1] == cited:
+        return 0.5
+    raise AssertionError("neither count is right: count sentences of the answered in-domain queries only, "
+                         "with citations.cited_sentences and the exercise's threshold")

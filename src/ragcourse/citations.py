@@ -8,8 +8,14 @@ and overlap. Locators follow published fragment syntaxes: RFC 5147 `#char=`, the
 Parameters `#page=`, W3C Media Fragments `#t=`, and Excel's `Sheet!A1` sub-address. Since browsers
 do not honour `#char=`, `text_fragment_url` also builds a WICG Text Fragment link.
 
-Leaves out: checking that a cited source actually *supports* a sentence (entailment), fuzzy
-sentence splitting (abbreviations such as "e.g." split a sentence), and resolving identifiers.
+The corpus's own bracketed numbers (docutils' footnote references, `[12]`) are escaped to `[^12]`
+in the prompt, so a sentence the model copies can never carry them as citations; the quote kept on
+the server stays the exact slice. A lexical support score (the share of a cited sentence's content
+words found in the sources it cites) flags sentences their sources barely share words with.
+
+Leaves out: checking that a cited source actually *supports* a sentence (entailment: the support
+score ignores paraphrase, negation and word order), fuzzy sentence splitting (abbreviations such
+as "e.g." split a sentence), and resolving identifiers.
 """
 
 from __future__ import annotations
@@ -30,6 +36,17 @@ if TYPE_CHECKING:
 REFUSAL = "The sources do not contain the answer."
 #: A sentence with fewer words than this (citation markers not counted) is not a claim.
 MIN_CLAIM_WORDS = 4
+#: A cited sentence with a smaller share of its content words in the cited sources is unsupported.
+SUPPORT_THRESHOLD = 0.5
+#: Function words: not content, so the support score ignores them (negations included).
+STOPWORDS = frozenset("""
+a about after all also an and any are as at be because been before being both but by can could
+did do does doing done each either for from had has have having he her here his how i if in into
+is it its itself may me might more most must my no nor not of on one only or other our out over
+own same shall she should so some such than that the their them then there these they this those
+through to too under until up very was we were what when where which while who whom whose why
+will with would yet you your
+""".split())
 
 
 def _number(x: float) -> str:
@@ -200,7 +217,8 @@ def build_context(question: str, hits: Sequence[Hit]) -> Context:
     """Number the hits [1..n] in the order given and build the prompt plus the server-side table.
 
     The prompt asks for answers only from the sources, a `[n]` on every claim, no links, and the
-    `REFUSAL` sentence (then stop) when the sources do not hold the answer.
+    `REFUSAL` sentence (then stop) when the sources do not hold the answer. Each quote is shown with
+    its own bracketed numbers escaped (`escape_markers`); the citation keeps the exact slice.
     """
     citations = tuple(
         Citation(n=i, doc_id=h.chunk.doc_id, doc_name=h.chunk.doc_title,
@@ -209,7 +227,8 @@ def build_context(question: str, hits: Sequence[Hit]) -> Context:
                  quote=h.chunk.content, distance=float(h.distance))
         for i, h in enumerate(hits, start=1)
     )
-    blocks = "\n\n".join(f"[{c.n}] {c.doc_name} - {c.label}\n{c.quote}" for c in citations)
+    blocks = "\n\n".join(f"[{c.n}] {c.doc_name} - {c.label}\n{escape_markers(c.quote)}"
+                         for c in citations)
     prompt = (
         "Answer the question using ONLY the numbered sources below.\n"
         "Put the number of the source after every claim, like [1] or [2]. "
@@ -253,6 +272,27 @@ _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _REFUSAL_LIKE = re.compile(
     r"\b(?:sources?|context|documents?)\b.*\b(?:do|does)(?:\s+not|n['’]t)\s+"
     r"(?:contain|include|mention|say|answer|cover)", re.IGNORECASE)
+_ESCAPED = re.compile(r"\[\^(\d+(?:\s*[,;]\s*\d+)*)\]")
+
+
+def escape_markers(text: str) -> str:
+    """A source's own `[n]` markers as footnotes `[^n]`, which the checker never reads as citations.
+
+    >>> escape_markers("the place to go [1]. See [2, 3].")
+    'the place to go [^1]. See [^2, 3].'
+    """
+    return _MARKER.sub(r"[^\1]", text)
+
+
+def unescape_markers(text: str) -> str:
+    """Undo `escape_markers`: `[^n]` back to `[n]` (exact for text that held no `[^n]` before).
+
+    >>> unescape_markers("the place to go [^1].")
+    'the place to go [1].'
+    """
+    return _ESCAPED.sub(r"[\1]", text)
+
+
 #: Identifiers a model must never write itself: the server attaches every link.
 _IDENTIFIERS = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"\b(?:https?|ftp)://[^\s<>()\[\]]+",                      # URLs
@@ -268,18 +308,19 @@ _IDENTIFIERS = tuple(re.compile(p, re.IGNORECASE) for p in (
 
 @dataclass(frozen=True)
 class AnswerCheck:
-    """What is wrong with a generated answer; all three empty means it passed."""
+    """What is wrong with an answer: `ok` when the three form checks pass; `unsupported` apart."""
 
     unknown_refs: tuple[int, ...]
     uncited_sentences: tuple[str, ...]
     invented_links: tuple[str, ...]
+    unsupported: tuple[str, ...] = ()  # cited sentences below SUPPORT_THRESHOLD (a lexical heuristic)
 
     @property
     def ok(self) -> bool:
         return not (self.unknown_refs or self.uncited_sentences or self.invented_links)
 
 
-def _refs(text: str) -> list[int]:
+def refs(text: str) -> list[int]:
     """Every source number in `[n]`, `[n, m]` or `[n][m]` markers: 'a [1, 3] b [2]' -> [1, 3, 2]."""
     return [int(n) for group in _MARKER.findall(text) for n in re.split(r"\s*[,;]\s*", group)]
 
@@ -320,13 +361,54 @@ def invented_identifiers(answer: str) -> list[str]:
     return [answer[a:b].rstrip(".,;:") for a, b in kept]
 
 
-def check_answer(answer: str, citations: Sequence[Citation]) -> AnswerCheck:
-    """Check that every [n] names a real source, every claim cites one, and no link was invented."""
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of `text` without `[n]` markers and STOPWORDS, a final plural s dropped.
+
+    >>> sorted(content_words("Lists need two blank lines [1]."))
+    ['blank', 'line', 'list', 'need', 'two']
+    """
+    words = (w.lower() for w in _WORD.findall(_MARKER.sub(" ", text)))
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us")) else w
+            for w in words if w not in STOPWORDS}
+
+
+def support(sentence: str, quotes: Sequence[str]) -> float:
+    """Share of the sentence's content words that occur in the quotes (1.0 if it has none).
+
+    >>> support("Lists need two blank lines [1].", ["Lists must appear after a blank line."])
+    0.6
+    """
+    words = content_words(sentence)
+    found = set().union(*(content_words(q) for q in quotes)) if quotes else set()
+    return len(words & found) / len(words) if words else 1.0
+
+
+def cited_sentences(answer: str, citations: Sequence[Citation]) -> tuple[str, ...]:
+    """The answer's sentences with at least one `[n]` that names one of `citations`."""
     known = {c.n for c in citations}
-    unknown = tuple(sorted({n for n in _refs(answer) if n not in known}))
+    return tuple(s for s in sentences(answer) if known.intersection(refs(s)))
+
+
+def unsupported_sentences(answer: str, citations: Sequence[Citation],
+                          threshold: float = SUPPORT_THRESHOLD) -> tuple[str, ...]:
+    """Cited sentences whose `support` by the real sources they cite is below `threshold`."""
+    if not 0 <= threshold <= 1:
+        raise ValueError(f"threshold must be in [0, 1]; got {threshold!r}")
+    quotes = {c.n: c.quote for c in citations}
+    return tuple(s for s in cited_sentences(answer, citations)
+                 if support(s, [quotes[n] for n in dict.fromkeys(refs(s)) if n in quotes]) < threshold)
+
+
+def check_answer(answer: str, citations: Sequence[Citation],
+                 threshold: float = SUPPORT_THRESHOLD) -> AnswerCheck:
+    """Check that every [n] names a real source, every claim cites one, and no link was invented;
+    also list the cited sentences their sources do not support (`unsupported_sentences`)."""
+    known = {c.n for c in citations}
+    unknown = tuple(sorted({n for n in refs(answer) if n not in known}))
     uncited = tuple(s for s in sentences(answer) if is_claim(s) and not _MARKER.search(s))
     return AnswerCheck(unknown_refs=unknown, uncited_sentences=uncited,
-                       invented_links=tuple(invented_identifiers(answer)))
+                       invented_links=tuple(invented_identifiers(answer)),
+                       unsupported=unsupported_sentences(answer, citations, threshold))
 
 
 @dataclass(frozen=True)

@@ -477,3 +477,27 @@ def detectable(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, column: str
     return Detectable(float(diffs.mean()), randomization_test(a.to_numpy(), b.loc[a.index].to_numpy()), sd,
                       len(diffs), smallest_detectable(sd, len(diffs), alpha, power),
                       questions_needed(sd, 0.05, alpha, power) if sd > 0 else len(diffs))
+
+
+def ratio_over_questions(query_ids: Sequence[str], numerators: Sequence[int], denominators: Sequence[int],
+                         resamples: int = 10_000, confidence: float = 0.95,
+                         seed: int = 0) -> tuple[float, float, float]:
+    """A ratio of sums (e.g. flagged / cited sentences) with a percentile bootstrap interval over questions.
+
+    Units inside one query (sentences) and a question's two phrasings are not independent, so the
+    bootstrap resamples whole questions (Efron & Tibshirani 1993); the seed makes it repeatable.
+
+    >>> ratio_over_questions(["q1/doc", "q1/ticket", "q2/doc"], [1, 0, 2], [2, 2, 4], resamples=2000)
+    (0.375, 0.25, 0.5)
+    """
+    frame = pd.DataFrame({"query": list(query_ids), "num": np.asarray(numerators, dtype=np.int64),
+                          "den": np.asarray(denominators, dtype=np.int64)})
+    if len(frame) == 0 or frame["den"].sum() == 0 or (frame["num"] < 0).any() or (frame["num"] > frame["den"]).any():
+        raise ValueError("expected 0 <= numerator <= denominator per query and some denominator > 0")
+    sums = frame.groupby(frame["query"].str.rsplit("/", n=1).str[0].to_numpy(), sort=False)[["num", "den"]].sum()
+    num, den = sums["num"].to_numpy(), sums["den"].to_numpy()
+    picks = np.random.default_rng(seed).integers(0, len(num), size=(resamples, len(num)))
+    top, bottom = num[picks].sum(axis=1), den[picks].sum(axis=1)
+    ratios = top[bottom > 0] / bottom[bottom > 0]
+    low, high = np.quantile(ratios, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(num.sum() / den.sum()), float(low), float(high)
