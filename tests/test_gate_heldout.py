@@ -11,8 +11,15 @@ import pytest
 
 from ragcourse.corpus import collapse
 from ragcourse.groundtruth import (
-    ADDED_FILE, CONFIRM_FILE, GATE_HELDOUT_FILE, QUESTIONS_FILE, GateQuery, GroundTruthError, load_gate_heldout,
-    load_out_of_domain, load_questions,
+    ADDED_FILE,
+    CONFIRM_FILE,
+    GATE_HELDOUT_FILE,
+    QUESTIONS_FILE,
+    GateQuery,
+    GroundTruthError,
+    load_gate_heldout,
+    load_out_of_domain,
+    load_questions,
 )
 
 
@@ -78,6 +85,7 @@ def test_a_needle_not_in_its_document_is_refused(tmp_path, corpus):
 
 def test_out_of_domain_lines_load_without_a_corpus(tmp_path):
     path = tmp_path / "gate.jsonl"
-    path.write_text(json.dumps({"id": "x1", "query": "How do I bake bread?", "kind": "absurd"}) + "\n", encoding="utf-8")
+    record = {"id": "x1", "query": "How do I bake bread?", "kind": "absurd"}
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
     assert load_gate_heldout(path) == [GateQuery("x1", "How do I bake bread?", "absurd")]
     assert GATE_HELDOUT_FILE.name == "gate_heldout.jsonl"

@@ -445,7 +445,8 @@ def tradeoff(answerable: Sequence[float], unanswerable: Sequence[float]) -> pd.D
                          "bluffed": [float((u > t).mean()) for t in thresholds]})
 
 
-def judge(answered_in: Sequence[bool], answered_out: Sequence[bool], confidence: float = 0.95) -> dict[str, Any]:
+def judge(answered_in: Sequence[bool], answered_out: Sequence[bool],
+          confidence: float = 0.95) -> dict[str, Any]:
     """A gate's two mistakes on one query set: answerable queries refused and unanswerable ones answered.
 
     Each is a count, a share and its Wilson interval (queries taken as independent: one phrasing each).

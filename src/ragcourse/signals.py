@@ -30,7 +30,8 @@ from .bm25 import tokenize
 DECIMALS = 4
 #: How many passages after the reranker's best one its margin is measured against.
 MARGIN_HITS = 3
-#: The signals, in the order of `Signals`' fields; `HIGHER_ANSWERS[name]` is False when a low value argues for answering.
+#: The signals, in the order of `Signals`' fields; `HIGHER_ANSWERS[name]` is False when a low value argues
+#: for answering.
 NAMES = ("distance", "rerank_top", "rerank_margin", "coverage", "agreement")
 HIGHER_ANSWERS = {"distance": False, "rerank_top": True, "rerank_margin": True, "coverage": True, "agreement": True}
 #: Function words left out of `content_words` (BM25's tokens of three letters or more are kept otherwise).
@@ -97,20 +98,24 @@ def margin(scores: Sequence[float], following: int = MARGIN_HITS) -> float:
     return round(float(ordered[0] - rest.mean()) if len(rest) else 0.0, DECIMALS)
 
 
+def nearest_distance(retriever, query: str) -> float:
+    """The `distance` signal alone: cosine distance of the query's best dense hit, rounded to `DECIMALS`."""
+    return round(float(retriever.dense.distances(retriever.query_vector(query)).min()), DECIMALS)
+
+
 def measure(retriever, reranker, query: str, k: int = 4, depth: int = 25) -> Signals:
     """The five signals of one query: dense top `k` (strategy of `retriever`), reranker over the dense top `depth`.
 
     A reranker with `query_tokens` (late interaction) has its scores divided by the query's token count.
     """
     dense = retriever.rank(query, "dense")
-    distances = retriever.dense.distances(retriever.query_vector(query))
     shortlist = [retriever.chunks[i] for i in dense[:max(k, depth)]]
     field = getattr(reranker, "use", "text")
     scores = np.asarray(reranker.score(query, [getattr(c, field) for c in shortlist]), dtype=np.float64)
     per_token = len(reranker.query_tokens(query)) if hasattr(reranker, "query_tokens") else 1
     scores = precision.rounded_scores(scores / per_token)
     return Signals(
-        distance=round(float(distances[dense[0]]), DECIMALS),
+        distance=nearest_distance(retriever, query),
         rerank_top=round(float(scores.max()), DECIMALS),
         rerank_margin=margin(scores),
         coverage=coverage(query, [c.text for c in shortlist[:k]]),
