@@ -120,4 +120,5 @@ def test_the_distance_gate_is_the_cheap_cut_and_the_stored_gates_are_well_formed
     assert DISTANCE_GATE.answers({"distance": CHEAP_CUT - 1e-4}) and not DISTANCE_GATE.answers({"distance": CHEAP_CUT})
     assert set(COMBINED_GATE.names) <= set(signals.NAMES) and RECOMMENDED_GATE in (DISTANCE_GATE, COMBINED_GATE)
     # Its weights point the way its signals do: a larger distance argues for refusing, a larger score for answering.
-    assert all((w > 0) == signals.HIGHER_ANSWERS[n] for n, w in zip(COMBINED_GATE.names, COMBINED_GATE.weights, strict=True))
+    pairs = zip(COMBINED_GATE.names, COMBINED_GATE.weights, strict=True)
+    assert all((w > 0) == signals.HIGHER_ANSWERS[n] for n, w in pairs)

@@ -456,8 +456,9 @@ def judge(answered_in: Sequence[bool], answered_out: Sequence[bool],
     """
     answered_in, answered_out = np.asarray(answered_in, dtype=bool), np.asarray(answered_out, dtype=bool)
     refused, bluffed = int((~answered_in).sum()), int(answered_out.sum())
-    return {"refused": refused, "n_in": len(answered_in), "refused_ci": wilson(refused, len(answered_in), confidence),
-            "bluffed": bluffed, "n_out": len(answered_out), "bluffed_ci": wilson(bluffed, len(answered_out), confidence)}
+    n_in, n_out = len(answered_in), len(answered_out)
+    return {"refused": refused, "n_in": n_in, "refused_ci": wilson(refused, n_in, confidence),
+            "bluffed": bluffed, "n_out": n_out, "bluffed_ci": wilson(bluffed, n_out, confidence)}
 
 
 # --- questions as the unit: intervals, and the smallest difference a comparison can detect -------

@@ -100,7 +100,8 @@ class SignalGate:
         missing = [n for n in self.names if n not in signals]
         if missing:
             raise ValueError(f"signals {sorted(signals)} lack {missing}: the gate reads {list(self.names)}")
-        terms = (w * (signals[n] - m) / s for n, m, s, w in zip(self.names, self.means, self.scales, self.weights, strict=True))
+        columns = zip(self.names, self.means, self.scales, self.weights, strict=True)
+        terms = (w * (signals[n] - m) / s for n, m, s, w in columns)
         return round(self.bias + sum(terms), 4) + 0.0
 
     def answers(self, signals: Mapping[str, float]) -> bool:
