@@ -114,3 +114,80 @@ def test_bad_depth_and_bad_questions_file_are_clear_errors(tmp_path, capsys):
     broken.write_text('{"id": "x1"}\n', encoding="utf-8")
     assert main(["evaluate", "--questions", str(broken)]) == 2
     assert "ragcourse evaluate: error:" in capsys.readouterr().err
+
+
+EGG, CAPTION = "How long should I boil an egg for a runny yolk?", "How do I add a caption to a figure?"
+
+
+def test_search_gate_refuses_what_the_recommended_gate_refuses(corpus, capsys):
+    from ragcourse.gate import RECOMMENDED_GATE
+    from ragcourse.pipeline import build
+    from ragcourse.signals import nearest_distance
+
+    retriever = build("E")
+    answers = {q: RECOMMENDED_GATE.answers({"distance": nearest_distance(retriever, q)}) for q in (EGG, CAPTION)}
+    assert answers == {EGG: False, CAPTION: True}  # one of each, so both branches are exercised
+    assert main(["search", EGG, "--gate"]) == 0
+    assert capsys.readouterr().out == f'NO ANSWER: the recommended gate (chapter 6) refuses "{EGG}"\n'
+    assert main(["search", CAPTION, "--gate", "-k", "2"]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
+    expected = retriever.retrieve(CAPTION, k=2, method="hybrid")
+    assert [line.split()[2] for line in printed] == [h.chunk.doc_id for h in expected]
+
+
+def test_search_queries_writes_one_json_line_per_query(corpus, tmp_path, capsys):
+    from ragcourse.pipeline import build
+
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"id": "egg", "query": EGG}) + "\n\n" + json.dumps({"id": "cap", "query": CAPTION})
+                    + "\n", encoding="utf-8")
+    assert main(["search", "--queries", str(path), "--gate", "--method", "dense", "-k", "3"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["id"], r["answered"]) for r in lines] == [("egg", False), ("cap", True)]
+    assert lines[0]["hits"] == []
+    expected = build("E").retrieve(CAPTION, k=3, method="dense")
+    assert lines[1]["hits"] == [{"doc": h.chunk.doc_id, "start": h.chunk.start, "end": h.chunk.end,
+                                 "distance": round(h.distance, 4)} for h in expected]
+    assert main(["search", "--queries", str(path), "--method", "dense", "-k", "1"]) == 0  # no gate: all answered
+    assert [json.loads(line)["answered"] for line in capsys.readouterr().out.splitlines()] == [True, True]
+
+
+@pytest.mark.parametrize(("second_line", "message"), [
+    ('{"id": "b"}', ":2: required fields ['id', 'query']"),
+    ('{"id": "b", "query": "x"', ":2: not valid JSON"),
+    ('["b", "x"]', ":2: expected a JSON object"),
+    ('{"id": "a", "query": "again"}', "duplicate ids ['a']"),
+])
+def test_search_queries_with_a_malformed_line_exits_2_naming_it(tmp_path, capsys, second_line, message):
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"id": "a", "query": "fine"}\n' + second_line + "\n", encoding="utf-8")
+    assert main(["search", "--queries", str(path), "--gate"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ragcourse search: error: ") and message in err and str(path) in err
+
+
+@pytest.mark.parametrize("argv", [["search"], ["search", "q", "--queries", "f.jsonl"],
+                                  ["search", "q", "--gate", "--cut", "0.5"]])
+def test_search_needs_one_query_source_and_one_refusal_rule(argv, capsys):
+    assert main(argv) == 2
+    assert "ragcourse search: error:" in capsys.readouterr().err
+
+
+class Confident:
+    """A stand-in reranker: every passage of a query with 'caption' in it scores 1, others 0."""
+
+    name, use = "confident", "text"
+
+    def score(self, query, passages):
+        return [1.0 if "caption" in query else 0.0] * len(passages)
+
+
+def test_a_multi_signal_gate_measures_its_signals_with_the_default_reranker(corpus, capsys, monkeypatch):
+    from ragcourse import gate, rerank
+
+    monkeypatch.setattr(rerank, "default_reranker", Confident)
+    monkeypatch.setattr(gate, "RECOMMENDED_GATE", gate.SignalGate(("rerank_top",), (0.0,), (1.0,), (1.0,), 0.0, 0.5))
+    assert main(["search", EGG.replace("egg", "caption"), "--gate"]) == 0
+    assert not capsys.readouterr().out.startswith("NO ANSWER")
+    assert main(["search", CAPTION.replace("caption", "title"), "--gate"]) == 0
+    assert capsys.readouterr().out.startswith("NO ANSWER")

@@ -90,3 +90,28 @@ def prediction_recorded(ns):
     for key in ("bluffs", "with_needle"):
         assert p.get(key) in _CHOICES, f"prediction_6_4[{key!r}] should be one of {sorted(_CHOICES)}"
     assert isinstance(p.get("why"), str) and len(p["why"].split()) >= 5, "give a reason of a sentence or two"
+
+
+@check("6.5", points=2)
+def auc_by_pairs_matches_the_pair_count(ns):
+    """auc_by_pairs(a, u) equals ragcourse.evaluation.auc(a, u) (pairs won, ties one half) on hand-built score
+    lists the notebook never shows: ties inside and across the lists, unequal lengths, one-element lists,
+    negative scores, perfect and reversed separation."""
+    from ragcourse.evaluation import auc
+
+    auc_by_pairs = ns["auc_by_pairs"]
+    cases = [
+        ([0.9, 0.8, 0.8, 0.1], [0.8, 0.2]),
+        ([1.0], [1.0]),
+        ([0.3, 0.3, 0.3], [0.1, 0.3, 0.5, 0.7, 0.9]),
+        ([-2.0, -1.0, 5.0], [-1.5]),
+        ([4.0, 5.0], [1.0, 2.0, 3.0]),
+        ([1.0, 2.0], [3.0, 4.0, 5.0]),
+        ([0.25, 0.5, 0.75, 0.5], [0.5, 0.5, 0.0]),
+    ]
+    wrong = 0
+    for answerable, unanswerable in cases:
+        got = auc_by_pairs(list(answerable), list(unanswerable))
+        if not (isinstance(got, int | float) and math.isclose(float(got), auc(answerable, unanswerable))):
+            wrong += 1
+    assert wrong == 0, f"{wrong} of {len(cases)} score lists got the wrong area (check ties and the denominator)"

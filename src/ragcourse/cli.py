@@ -2,6 +2,7 @@
 
     ragcourse chunk notes.md --strategy E          # chunks as JSON lines, offsets included
     ragcourse search "how do I add a caption to a figure" --method hybrid -k 4 --cut 0.6 --rerank
+    ragcourse search --queries questions.jsonl --gate   # one JSON line per query; NO ANSWER -> "hits": []
     ragcourse evaluate --strategy E --method hybrid --rerank   # Recall@k and MRR with Wilson intervals
     ragcourse evaluate --questions my-questions.jsonl          # your own ground truth, same format
     ragcourse evaluate --method hybrid --engine qdrant         # the same table, searched by Qdrant
@@ -44,21 +45,56 @@ def _reranked_hits(retriever, query: str, k: int, method: str, depth: int) -> li
     return [Hit(r.chunk, distance[r.chunk], r.rank) for r in reranked]
 
 
+def _search_hits(retriever, args: argparse.Namespace, query: str) -> tuple[list, str | None]:
+    """The hits `search` shows for one query after --cut or --gate, and the refusal's message (None: answered)."""
+    from .gate import RECOMMENDED_GATE, NoAnswer, gate
+
+    if args.rerank:
+        hits = _reranked_hits(retriever, query, args.k, args.method, args.depth)
+    else:
+        hits = retriever.retrieve(query, k=args.k, method=args.method)
+    if args.cut is not None:
+        result = gate(hits, args.cut, k=args.k, query=query)
+        return ([], str(result)) if isinstance(result, NoAnswer) else (list(result.hits), None)
+    if args.gate and not RECOMMENDED_GATE.answers(_gate_signals(retriever, query, args.k)):
+        return [], f'NO ANSWER: the recommended gate (chapter 6) refuses "{query}"'
+    return hits, None
+
+
+def _gate_signals(retriever, query: str, k: int) -> dict[str, float]:
+    """The signals `gate.RECOMMENDED_GATE` reads (chapter 6), measured on the dense top k; no reranker unless needed."""
+    from . import signals
+    from .gate import RECOMMENDED_GATE
+
+    if set(RECOMMENDED_GATE.names) <= {"distance"}:
+        return {"distance": signals.nearest_distance(retriever, query)}
+    from .rerank import default_reranker
+
+    return signals.measure(retriever, default_reranker(), query, k).as_dict()
+
+
 def _search(args: argparse.Namespace) -> int:
-    from .gate import NoAnswer, gate
     from .pipeline import build
 
-    retriever = build(args.strategy)
-    if args.rerank:
-        hits = _reranked_hits(retriever, args.query, args.k, args.method, args.depth)
-    else:
-        hits = retriever.retrieve(args.query, k=args.k, method=args.method)
-    if args.cut is not None:
-        result = gate(hits, args.cut, k=args.k, query=args.query)
-        if isinstance(result, NoAnswer):
-            print(result)
-            return 0
-        hits = result.hits
+    if (args.query is None) == (args.queries is None):
+        raise ValueError("give either a QUERY or --queries FILE.jsonl, not both and not neither")
+    if args.gate and args.cut is not None:
+        raise ValueError(f"--gate and --cut={args.cut} both decide when to refuse: choose one")
+    if args.queries is not None:
+        from .groundtruth import read_records
+
+        records = [r for _, r in read_records(Path(args.queries), ("id", "query"))]  # errors name the line
+        retriever = build(args.strategy)
+        for record in records:
+            hits, _ = _search_hits(retriever, args, record["query"])
+            shown = [{"doc": h.chunk.doc_id, "start": h.chunk.start, "end": h.chunk.end,
+                      "distance": round(float(h.distance), 4)} for h in hits]
+            print(json.dumps({"id": record["id"], "answered": bool(hits), "hits": shown}, ensure_ascii=False))
+        return 0
+    hits, refusal = _search_hits(build(args.strategy), args, args.query)
+    if refusal is not None:
+        print(refusal)
+        return 0
     for hit in hits:
         c = hit.chunk
         print(f"[{hit.rank}] d={hit.distance:.3f}  {c.doc_id} > {c.section}  #char={c.start},{c.end}")
@@ -245,8 +281,14 @@ def _own_arguments(c, s, e, i, r) -> None:
     c.add_argument("--target", type=int, default=512)
     c.add_argument("--overlap", type=int, default=64)
     c.set_defaults(run=_chunk)
-    s.add_argument("query")
+    s.add_argument("query", nargs="?", default=None, help="the question (or use --queries)")
     s.add_argument("--cut", type=float, default=None, help="cosine-distance gate; NO ANSWER when nothing passes")
+    s.add_argument("--gate", action="store_true",
+                   help="apply chapter 6's recommended gate (ragcourse.gate.RECOMMENDED_GATE); "
+                        "NO ANSWER when it refuses")
+    s.add_argument("--queries", default=None, metavar="FILE.jsonl",
+                   help='batch mode: lines {"id", "query"} in, one JSON line per query out: '
+                        '{"id", "answered", "hits": [{"doc", "start", "end", "distance"}]}, hits [] when refused')
     s.set_defaults(run=_search)
     e.add_argument("--questions", default=None, help="a questions JSONL file (default: the course's ground truth)")
     e.add_argument("--engine", default="ragcourse", choices=["ragcourse", "qdrant"],

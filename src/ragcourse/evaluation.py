@@ -12,7 +12,9 @@ When several variants were tried on the same queries, `holm` adjusts their p-val
 number of tries (Holm's step-down correction), so the best-looking variant is not oversold.
 
 The measurements of chapter 6 live here too, not beside what they measure: `distances_to_needle`
-(how far a query is from its answer) and `sweep` (what the gate of `ragcourse.gate` does at each cut).
+(how far a query is from its answer), `sweep` (what the gate of `ragcourse.gate` does at each cut), and
+how well a gate signal separates answerable from unanswerable queries: `auc`, `auc_interval`, `tradeoff`,
+`judge`.
 
 What it leaves out: graded relevance (nDCG), multiple relevant chunks per query, and corrections
 other than Holm's (e.g. false-discovery-rate control).
@@ -380,6 +382,83 @@ def sweep(
         raise ValueError("cuts must hold at least one cut; got an empty sequence")
     rows = [_sweep_row(in_domain, out_of_domain, cut, k) for cut in cuts]
     return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
+
+
+# --- chapter 6: signals beyond the distance, judged as separators of in-domain from out-of-domain ---
+
+
+def _scores(values: Sequence[float], name: str) -> np.ndarray:
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1 or len(x) == 0 or np.isnan(x).any():
+        raise ValueError(f"{name}: expected a non-empty 1-d sequence of numbers, got shape {x.shape}")
+    return x
+
+
+def auc(answerable: Sequence[float], unanswerable: Sequence[float]) -> float:
+    """Area under the trade-off curve: P(an answerable query scores above an unanswerable one), ties 1/2.
+
+    The Mann-Whitney form of ROC AUC (Hanley & McNeil, Radiology 1982): mean over all pairs of
+    1[a > u] + 1/2 * 1[a = u]. 1 separates perfectly, 0.5 is chance.
+
+    >>> auc([0.9, 0.8, 0.4], [0.5, 0.4])
+    0.75
+    """
+    a, u = _scores(answerable, "answerable")[:, None], _scores(unanswerable, "unanswerable")[None, :]
+    return float(((a > u).sum() + 0.5 * (a == u).sum()) / (a.size * u.size))
+
+
+def auc_interval(answerable: Sequence[float], unanswerable: Sequence[float], groups: Sequence[str] | None = None,
+                 n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Interval:
+    """Percentile bootstrap interval of `auc` (Efron & Tibshirani 1993), seeded, resampling each side apart.
+
+    `groups` labels the answerable scores (e.g. the question behind each phrasing): groups are
+    resampled whole, so two phrasings of one question are never counted as independent.
+    """
+    a, u = _scores(answerable, "answerable"), _scores(unanswerable, "unanswerable")
+    labels = np.asarray(groups if groups is not None else np.arange(len(a)).astype(str))
+    if len(labels) != len(a):
+        raise ValueError(f"groups has {len(labels)} labels for {len(a)} answerable scores")
+    names, index = np.unique(labels, return_inverse=True)
+    members = [np.flatnonzero(index == g) for g in range(len(names))]
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(n_resamples):
+        picked = np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))])
+        values.append(auc(a[picked], u[rng.integers(0, len(u), len(u))]))
+    low, high = np.quantile(values, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return Interval(float(low), float(high))
+
+
+def tradeoff(answerable: Sequence[float], unanswerable: Sequence[float]) -> pd.DataFrame:
+    """The bluff / wrong-refusal curve of a score (higher = answer): one row per threshold, answer when score > it.
+
+    Columns ``threshold, refused, bluffed``: the shares of answerable queries refused and of unanswerable
+    ones answered. Thresholds are -inf and every distinct score, so the curve runs from (0, 1) to (1, 0).
+
+    >>> tradeoff([0.9, 0.4], [0.5]).to_dict("list")
+    {'threshold': [-inf, 0.4, 0.5, 0.9], 'refused': [0.0, 0.5, 0.5, 1.0], 'bluffed': [1.0, 1.0, 0.0, 0.0]}
+    """
+    a, u = _scores(answerable, "answerable"), _scores(unanswerable, "unanswerable")
+    thresholds = np.concatenate([[-np.inf], np.unique(np.concatenate([a, u]))])
+    return pd.DataFrame({"threshold": thresholds,
+                         "refused": [float((a <= t).mean()) for t in thresholds],
+                         "bluffed": [float((u > t).mean()) for t in thresholds]})
+
+
+def judge(answered_in: Sequence[bool], answered_out: Sequence[bool],
+          confidence: float = 0.95) -> dict[str, Any]:
+    """A gate's two mistakes on one query set: answerable queries refused and unanswerable ones answered.
+
+    Each is a count, a share and its Wilson interval (queries taken as independent: one phrasing each).
+
+    >>> judge([True, True, False, True], [False, True])["bluffed"]
+    1
+    """
+    answered_in, answered_out = np.asarray(answered_in, dtype=bool), np.asarray(answered_out, dtype=bool)
+    refused, bluffed = int((~answered_in).sum()), int(answered_out.sum())
+    n_in, n_out = len(answered_in), len(answered_out)
+    return {"refused": refused, "n_in": n_in, "refused_ci": wilson(refused, n_in, confidence),
+            "bluffed": bluffed, "n_out": n_out, "bluffed_ci": wilson(bluffed, n_out, confidence)}
 
 
 # --- questions as the unit: intervals, and the smallest difference a comparison can detect -------

@@ -35,11 +35,15 @@ SUBSETS = ("all", "original")
 OUT_OF_DOMAIN_FILE = DATA_DIR / "out_of_domain.jsonl"
 #: Held-out questions for confirmatory tests of methods fixed in advance (never for tuning).
 CONFIRM_FILE = DATA_DIR / "questions_confirm.jsonl"
+#: Held-out queries for judging chapter 6's gates once: answerable ones (with needles) and out-of-domain ones.
+GATE_HELDOUT_FILE = DATA_DIR / "gate_heldout.jsonl"
 QUESTION_FIELDS = ("id", "doc", "needle", "question", "ticket")
 #: One file per genre of `ragcourse.genres.GENRES`, validated against that genre's corpus.
 GENRE_QUESTIONS_DIR = DATA_DIR / "genre_questions"
 PHRASINGS = ("doc", "ticket")
 KINDS = ("near", "absurd")
+#: Kinds of `GATE_HELDOUT_FILE`: "in" (answerable, with doc and needle) or an out-of-domain kind.
+GATE_KINDS = ("in", *KINDS)
 
 
 class GroundTruthError(ValueError):
@@ -209,6 +213,44 @@ def load_out_of_domain(path: Path | str = OUT_OF_DOMAIN_FILE) -> list[OutOfDomai
         if record["kind"] not in KINDS:
             raise GroundTruthError(f"{path}:{number}: kind {record['kind']!r} is not one of {list(KINDS)}")
     return [OutOfDomain(r["id"], r["query"], r["kind"]) for _, r in records]
+
+
+@dataclass(frozen=True)
+class GateQuery:
+    """A held-out gate query: `kind` "in" is answerable (`doc`, `needle` set), else out-of-domain (both None)."""
+
+    id: str
+    query: str
+    kind: str
+    doc: str | None = None
+    needle: str | None = None
+
+
+def load_gate_heldout(path: Path | str = GATE_HELDOUT_FILE, corpus: list[Document] | None = None) -> list[GateQuery]:
+    """The validated held-out gate queries (chapter 6), in file order; needles checked like the questions'.
+
+    An "in" line needs `doc` and `needle` (once in the corpus, in that document); other kinds must have neither.
+    """
+    path = Path(path)
+    records = read_records(path, ("id", "query", "kind"), optional=("doc", "needle"))
+    if corpus is None and any(r["kind"] == "in" for _, r in records):
+        from .corpus import load_corpus
+
+        corpus = load_corpus()
+    out = []
+    for number, r in records:
+        if r["kind"] not in GATE_KINDS:
+            raise GroundTruthError(f"{path}:{number}: kind {r['kind']!r} is not one of {list(GATE_KINDS)}")
+        wanted = ("doc", "needle") if r["kind"] == "in" else ()
+        wrong = [f for f in ("doc", "needle") if bool(r.get(f, "").strip()) != (f in wanted)]
+        if wrong:
+            rule = "required" if wanted else "not allowed"
+            raise GroundTruthError(f"{path}:{number}: fields {wrong} are {rule} for kind {r['kind']!r}")
+        if wanted:
+            check_needle(Question(r["id"], r["doc"], r["needle"], r["query"], r["query"]), corpus,
+                         where=f"{path}:{number}: ")
+        out.append(GateQuery(r["id"], r["query"], r["kind"], r.get("doc"), r.get("needle")))
+    return out
 
 
 def queries(questions: list[Question]) -> list[Query]:
