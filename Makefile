@@ -8,6 +8,8 @@
 #   make reranker    build the offline reranker's token index and measure it on the hybrid top 25
 #   make reranker-train  fetch the pinned training sdists, fine-tune models/reranker/, store its ranks
 #   make judge       score the SmolLM2 judge on the hybrid top 25 (~30 min) into benchmarks/results/
+#   make answers     SmolLM2's answer to every query the gate lets through (~10 min), for chapter 7
+#   make llm-breaks  SmolLM2 asked for chunk breaks on five wiki pages (~5 min), for chapter 9
 #   make student     the student edition of each chapter into dist/student (RAGCOURSE_VARIANT=N: a new term)
 #   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb offline: DIR/grades.csv, DIR/<student>/feedback.md
 #   make corpus | install | mathjax | training-sources | screenshots | clean
@@ -49,7 +51,7 @@ PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse tests notebooks
 
-.PHONY: help install corpus mathjax book test lint reproduce bench timings reranker reranker-train judge training-sources screenshots clean student grade
+.PHONY: help install corpus mathjax book test lint reproduce bench timings reranker reranker-train judge answers llm-breaks training-sources screenshots clean student grade
 
 help:
 	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
@@ -175,6 +177,13 @@ reranker-train: $(STAMPS)/install $(STAMPS)/corpus $(STAMPS)/training-sources
 # Too slow for nbval: chapter 5 reads the stored per-query ranks and checks them against the live ranking.
 judge: $(STAMPS)/install $(STAMPS)/corpus
 	$(PY) benchmarks/judge_trial.py
+
+# The same for chapter 7's answers and chapter 9's breaks trial: stored, then checked by the chapters.
+answers: $(STAMPS)/install $(STAMPS)/corpus
+	$(PY) benchmarks/generate_answers.py
+
+llm-breaks: $(STAMPS)/install $(STAMPS)/corpus
+	$(PY) benchmarks/llm_breaks.py
 
 screenshots: book
 	PYTHON=$(PY) scripts/screenshot.sh
