@@ -6,6 +6,7 @@ executed once for both checks: its stored outputs (nbval) and its exercises (the
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -34,8 +35,14 @@ class KitSelfTest(pytest.Item):
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """After the last nbval cell of each chapter with hidden checks, a `kit self-test` item."""
+    """After the last nbval cell of each chapter with hidden checks, a `kit self-test` item.
+
+    `RAGCOURSE_KIT_SELFTEST=0` leaves it out: `make test`'s second nbval pass (older CPU kernels) checks
+    the chapters' numbers again, and grading was already checked in the first.
+    """
     if not config.getoption("nbval", default=False) and not config.getoption("nbval_lax", default=False):
+        return
+    if os.environ.get("RAGCOURSE_KIT_SELFTEST", "1") == "0":
         return
     last: dict[object, int] = {}
     for position, item in enumerate(items):
