@@ -16,6 +16,7 @@ import pytest
 
 from ragcourse import dense, folder, report
 from ragcourse.cli import main
+from ragcourse.corpus import Document
 from ragcourse.folder import load_folder_questions, read_document, read_folder
 from ragcourse.groundtruth import GroundTruthError
 from ragcourse.index import ExtractionError
@@ -230,6 +231,13 @@ def test_needles_are_unique_and_never_headings(docs, capsys):
         q = folder.Question(r["id"], r["doc"], r["needle"], "q", "")
         folder.check_needle(q, list(documents))
     assert len({r["doc"] for r in records}) >= 3  # spread over the folder, not all from one file
+
+
+def test_needles_are_whole_sentences():
+    text = "# T\n\nIt is licensed under the Apache License (Version 2.0), like most of the code here.\n\n" \
+           "Each release is signed with the project's key and listed on the download page.\n"
+    needles = [s for _, s in folder.candidate_needles([Document("d", "T", text)], n=5)]
+    assert needles == ["Each release is signed with the project's key and listed on the download page."]
 
 
 def test_bad_lists_and_missing_folders_exit_2(tmp_path, capsys):

@@ -241,6 +241,8 @@ def _sentences(document: Document) -> list[str]:
         if document.text[start:end].lstrip().startswith(("#", "```", "~~~", "|", "    ")):
             continue
         for s, e in sentence_spans(document.text, start, end):
+            if e < end and not document.text[e - 1].isspace():  # a cut inside a token: "Version 2." + "0)"
+                continue
             sentence = collapse(document.text[s:e])
             if 40 <= len(sentence) <= 200 and sentence[0].isupper() and sentence[-1] in ".!?" \
                     and not any(ch in sentence for ch in "`|{}<>[]"):
