@@ -1,6 +1,8 @@
 """The command line: thin shells over the package, with clear errors and exit codes."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -191,3 +193,9 @@ def test_a_multi_signal_gate_measures_its_signals_with_the_default_reranker(corp
     assert not capsys.readouterr().out.startswith("NO ANSWER")
     assert main(["search", CAPTION.replace("caption", "title"), "--gate"]) == 0
     assert capsys.readouterr().out.startswith("NO ANSWER")
+
+
+def test_python_dash_m_runs_the_same_command():
+    done = subprocess.run([sys.executable, "-m", "ragcourse", "search", "q", "-k", "0"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "k=0" in done.stderr and "usage: ragcourse" in done.stderr
