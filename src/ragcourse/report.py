@@ -144,10 +144,20 @@ def corpus_summary(corpus: FolderCorpus) -> dict:
             "failed": [{"path": f.path, "reason": f.reason} for f in corpus.failed]}
 
 
+def share_interval(values: Sequence[float]) -> list[float]:
+    """The t interval over questions of a share (recall), clipped to [0, 1], where a share lives.
+
+    >>> share_interval([0.0, 0.0, 0.0, 1.0])
+    [0.0, 1.0]
+    """
+    low, high = mean_interval(values)
+    return [max(0.0, low), min(1.0, high)]
+
+
 def run_entry(run: Run) -> dict:
     """One run as `results.json` holds it: recall@k and MRR, with 95 % t intervals over questions."""
     values = summarize(run.per_query, run.label).set_index("metric")["value"]
-    intervals = {str(k): list(mean_interval(per_question(run.per_query, f"hit@{k}"))) for k in KS}
+    intervals = {str(k): share_interval(per_question(run.per_query, f"hit@{k}")) for k in KS}
     return rounded({"strategy": run.strategy, "method": run.method, "rerank": run.rerank,
                     "queries": len(run.per_query), "recall": {str(k): float(values[f"R@{k}"]) for k in KS},
                     "recall_interval": intervals, "mrr": float(values["MRR"]),
@@ -292,8 +302,8 @@ def render(results: dict) -> str:
              f"{len(c['failed'])} file(s) failed.</p>"]
     if c["failed"]:
         parts.append(_table(pd.DataFrame(c["failed"])[["path", "reason"]]))
-    parts += ["<h2 id='runs'>Runs</h2><p class='note'>Recall@k with its 95 % interval over questions "
-              "(a question's two phrasings are not independent); MRR over queries.</p>",
+    parts += ["<h2 id='runs'>Runs</h2><p class='note'>Recall@k with its 95 % t interval over questions "
+              "(a question's two phrasings are not independent), clipped to [0, 1]; MRR over queries.</p>",
               _table(_runs_table(runs)), "<h2 id='recall'>Recall@k</h2>", recall_plot(runs),
               f"<h2 id='paired'>Paired tests against {e(_label(runs[0]))}</h2>",
               "<p class='note'>Question by question: wins and losses, exact sign test.</p>",
