@@ -144,11 +144,8 @@ def _parse_cell(cell: str, cells: str) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class SheetRange:
-    """A sheet name and an A1 range, e.g. `SheetRange("Sheet1", "B2:D9")` -> `Sheet1!B2:D9`.
-
-    There is no W3C fragment for spreadsheets; the fragment is Excel's hyperlink sub-address
-    (`book.xlsx#Sheet1!B2:D9`), quoting sheet names that contain spaces or punctuation.
-    """
+    """A sheet name and an A1 range, `SheetRange("Sheet1", "B2:D9")` -> `Sheet1!B2:D9`; with no W3C fragment for
+    spreadsheets, the fragment is Excel's sub-address (`book.xlsx#Sheet1!B2:D9`), quoting names as needed."""
 
     sheet: str
     cells: str
@@ -326,10 +323,8 @@ def refs(text: str) -> list[int]:
 
 
 def sentences(answer: str) -> list[str]:
-    """Split an answer into sentences, keeping `[n]` markers that follow the full stop.
-
-    'A is B. [1] C is D [2].' -> ['A is B [1].', 'C is D [2].']; lines and bullets split too.
-    """
+    """Split an answer into sentences (lines and bullets too), keeping `[n]` markers that follow the full stop:
+    'A is B. [1] C is D [2].' -> ['A is B [1].', 'C is D [2].']."""
     out = []
     for line in answer.splitlines():
         line = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", line)

@@ -27,8 +27,7 @@ from pathlib import Path
 
 #: Where committed data (ground truth, fingerprints) and built caches live.
 DATA_DIR = Path(os.environ.get("RAGCOURSE_DATA", Path(__file__).resolve().parents[2] / "data"))
-#: Where vectors and token matrices are cached; RAGCOURSE_CACHE moves it (the test suite's second,
-#: older-CPU pass uses its own, so that it embeds everything afresh).
+#: Where vectors and token matrices are cached; RAGCOURSE_CACHE moves it (nbval's older-CPU pass embeds afresh).
 CACHE_ROOT = Path(os.environ.get("RAGCOURSE_CACHE", DATA_DIR / "cache"))
 CORPUS_DIR = DATA_DIR / "corpus"
 LOCK_PATH = DATA_DIR / "corpus.lock.json"
@@ -91,8 +90,6 @@ def sha256_file(path: Path | str) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-# --------------------------------------------------------------------------- sections
-
 @dataclass(frozen=True)
 class Section:
     """A `## ` section: heading line at `start`, body `[body, end)`; title "" before any heading."""
@@ -110,7 +107,6 @@ class Section:
 
 #: A line that opens fenced code: up to 3 spaces, then 3+ backticks (no backtick after) or 3+ tildes.
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
-#: A `## ` heading line: "## " and at least one more character (the title, stripped later).
 _HEADING = re.compile(r"## (.+)")
 
 
@@ -147,11 +143,8 @@ def _headings(text: str) -> list[tuple[str, int, int]]:
 
 
 def sections(text: str) -> list[Section]:
-    """Split `text` at its `## ` heading lines; the text before the first heading is a section "".
-
-    A `## ` line inside fenced code (``` or ~~~, as CommonMark reads it; a fence left open runs
-    to the end) is code, not a heading. Only "\\n" ends a line ("\\r\\n" works: the "\\r" is
-    stripped from the title).
+    """Split `text` at `## ` lines outside fenced code (``` or ~~~, as CommonMark reads it; an open fence runs to
+    the end); text before the first heading is a section "". Only "\\n" ends a line ("\\r" is stripped from titles).
 
     >>> sections("intro\\n## A\\nbody")
     [Section(title='', start=0, body=0, end=6), Section(title='A', start=6, body=11, end=15)]
@@ -164,8 +157,6 @@ def sections(text: str) -> list[Section]:
     out += [Section(title, start, body, end) for (title, start, body), end in zip(heads, bounds[1:], strict=True)]
     return out
 
-
-# --------------------------------------------------------------------------- fingerprint + load
 
 def document_sha256(doc: Document) -> str:
     """sha256 of one document's text (UTF-8): what the lock and the manifest record per document."""
@@ -226,8 +217,6 @@ def load_corpus(path: Path | None = None, lock_path: Path | None = None) -> list
     verify(docs, read_lock(lock_path))
     return docs
 
-
-# --------------------------------------------------------------------------- profile
 
 def profile(docs: list[Document]):
     """One row per document: id, title, characters, `## ` sections, words (a pandas DataFrame).

@@ -50,8 +50,6 @@ from .corpus import (
     sha256_file,
 )
 
-# --------------------------------------------------------------------------- the source pin
-
 SDIST_NAME = "docutils"
 SDIST_VERSION = "0.22.2"
 SDIST_SHA256 = "9fdb771707c8784c8f2728b67cb2c691305933d68137ef95a75db5f4dfbc213d"
@@ -74,8 +72,6 @@ DOCUTILS_SETTINGS = {
 }
 
 
-# --------------------------------------------------------------------------- fetch
-
 def check_sha256(path: Path, expected: str, what: str, hint: str = REBUILD_HINT) -> Path:
     """`path`, unless it is missing or its sha256 is not `expected` (CorpusError saying what to do)."""
     if not Path(path).is_file():
@@ -94,11 +90,8 @@ def verify_sdist(path: Path) -> Path:
 
 def pip_download(name: str, version: str, filename: str, dest: Path, no_binary: str | None = None,
                  options: list[str] | None = None) -> Path:
-    """`dest/filename`, fetched by `pip download` unless there; RuntimeError with pip's message if that fails.
-
-    `no_binary` is pip's --no-binary value (default `name`); `options` replace it (a wheel: ``["--only-binary",
-    ":all:"]``). The caller checks the file's sha256.
-    """
+    """`dest/filename`, unless there fetched by `pip download` with --no-binary `no_binary` (default `name`) or
+    `options` (a wheel: `["--only-binary", ":all:"]`); RuntimeError with pip's message if it fails. No sha256 check."""
     target = Path(dest) / filename
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -120,8 +113,6 @@ def fetch_sdist(dest_dir: Path | None = None) -> Path:
         raise CorpusError(str(error)) from error
     return verify_sdist(target)
 
-
-# --------------------------------------------------------------------------- read + parse
 
 def read_sources(sdist_path: Path) -> dict[str, str]:
     """Read the 13 source files (plus s5defs.txt, keyed by its path) from the tarball."""
@@ -173,11 +164,9 @@ def parse(source: str, source_path: str):
     with _isolated_registries():
         return publish_doctree(source, source_path=source_path, settings_overrides=settings)
 
-# --------------------------------------------------------------------------- doctree -> Markdown
+
 # One small renderer per node family. Block renderers return a list of Markdown blocks (joined
 # later by one blank line); inline rendering returns plain text (markup dropped, math as $...$).
-
-
 def _problematic(node: nodes.problematic) -> str:
     """Unresolved markup keeps its words: '`inline markup`_' -> 'inline markup'."""
     return re.sub(r"^:[\w.-]+:|`|_{1,2}$", "", node.astext())
@@ -238,8 +227,6 @@ def _labelled(label: str, node: nodes.Element, colon: bool = True) -> list[str]:
     return body
 
 
-# ----- sections, paragraphs, code, math
-
 def _section(node: nodes.section) -> list[str]:
     level, parent = 1, node.parent
     while parent is not None:
@@ -280,8 +267,6 @@ def _block_quote(node: nodes.block_quote) -> list[str]:
     text = "\n\n".join(blocks(node))
     return ["\n".join("> " + line if line else ">" for line in text.split("\n"))]
 
-
-# ----- lists
 
 def _item(marker: str, body: list[str]) -> str:
     """A list item: marker + blocks, continuation lines indented under the marker.
@@ -375,8 +360,6 @@ def _option_list(node: nodes.option_list) -> list[str]:
     return _join_items(items)
 
 
-# ----- titled containers, notes
-
 def _admonition(node: nodes.Element) -> list[str]:
     """'.. note::' -> 'Note: ...'; generic admonitions, topics and sidebars use their title."""
     if isinstance(node, nodes.admonition | nodes.topic | nodes.sidebar):
@@ -394,13 +377,9 @@ def _footnote(node: nodes.footnote | nodes.citation) -> list[str]:
     return _labelled(f"[{label}]", node, colon=False)
 
 
-# ----- tables
-
 def _cell_text(entry: nodes.Element) -> str:
-    """One table cell on one line: blocks joined by spaces, list items by '; ', code collapsed.
-
-    A cell holding the list '- Space bar' / '- Return' becomes 'Space bar; Return'.
-    """
+    """One table cell on one line: blocks joined by spaces, list items by '; ' (the list '- Space bar' / '- Return'
+    becomes 'Space bar; Return'), code collapsed."""
     parts: list[str] = []
     for child in entry.children:
         if isinstance(child, nodes.literal_block | nodes.doctest_block):
@@ -453,8 +432,6 @@ def _table(node: nodes.table) -> list[str]:
         lines = [" | ".join(c for c in cells if c) for cells in body_grid]
     return [*out, "\n".join(lines)]
 
-
-# ----- dispatch tables and the document
 
 _DROPPED = (
     nodes.Invisible, nodes.docinfo, nodes.decoration, nodes.system_message, nodes.raw,
@@ -532,8 +509,6 @@ def build_documents(sdist_path: Path) -> list[Document]:
     return sorted(docs, key=lambda d: d.id)
 
 
-# --------------------------------------------------------------------------- write + lock
-
 def profile_totals(docs: list[Document]) -> dict[str, int]:
     """Documents, characters and `## ` sections in all (the lock's "profile"): `profile` summed."""
     table = profile(docs)
@@ -575,8 +550,6 @@ def build_corpus(sdist_path: Path | None = None, out_dir: Path | None = None) ->
     write_corpus(docs, Path(out_dir) if out_dir is not None else CORPUS_DIR)
     return docs
 
-
-# --------------------------------------------------------------------------- command line
 
 def _build(update_lock: bool) -> None:
     started = time.perf_counter()

@@ -75,11 +75,8 @@ PROGRESS_MIN = 256
 
 
 def show_progress(requested: bool | None, amount: int = 0) -> bool:
-    """The package's one progress-bar switch: never when RAGCOURSE_PROGRESS=0, else `requested`.
-
-    `requested=None` leaves it to the size of the work: a bar only when `amount >= PROGRESS_MIN`.
-    (Stored notebook outputs must not wobble, so the Makefile and the notebooks set it to 0.)
-    """
+    """The package's one progress-bar switch: never when RAGCOURSE_PROGRESS=0 (the Makefile and notebooks set it,
+    so stored outputs never wobble), else `requested`; `requested=None`: a bar only when `amount >= PROGRESS_MIN`."""
     if os.environ.get("RAGCOURSE_PROGRESS") == "0":
         return False
     return requested if requested is not None else amount >= PROGRESS_MIN
@@ -87,10 +84,8 @@ def show_progress(requested: bool | None, amount: int = 0) -> bool:
 
 @dataclass(init=False)
 class Embedder:
-    """A sentence-transformers model plus an on-disk vector cache keyed by (model fingerprint, text hash).
-
-    `model` may be a `models.Lazy`, loaded on first use: a run whose vectors are all cached never loads it.
-    """
+    """A sentence-transformers model plus an on-disk vector cache keyed by (model fingerprint, text hash);
+    `model` may be a `models.Lazy`, loaded on first use: a run whose vectors are all cached never loads it."""
 
     name: str
     fingerprint: str
@@ -221,9 +216,8 @@ def check_k(k: int, name: str = "k") -> int:
 
 def top_hits(chunks: Sequence[Chunk], distances: np.ndarray, k: int,
              ranking: Sequence[int] | None = None) -> list[Hit]:
-    """The first `k` positions of `ranking` (default: nearest first) as Hits with their distance, rank from 1.
-
-    Whatever ranked the chunks (BM25, fusion), each Hit carries its cosine distance, which the gate reads.
+    """The first `k` positions of `ranking` (default: nearest first) as Hits, rank from 1; whatever ranked the
+    chunks (BM25, fusion), each Hit carries its cosine distance, which the gate reads.
 
     >>> hits = top_hits(["c0", "c1", "c2"], np.array([0.3, 0.1, 0.2]), k=2)  # real callers pass Chunks
     >>> [(h.chunk, h.distance, h.rank) for h in hits]

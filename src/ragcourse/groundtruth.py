@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus import DATA_DIR, Document, collapse
+from .corpus import DATA_DIR, Document, collapse, load_corpus
 
 #: The original chapter's 32 questions: kept apart, so tables that replicate it use as many questions.
 QUESTIONS_FILE = DATA_DIR / "questions.jsonl"
@@ -91,10 +91,8 @@ class OutOfDomain:
 
 def read_records(path: Path, required: Sequence[str], optional: Sequence[str] = (),
                  flags: Sequence[str] = ()) -> list[tuple[int, dict]]:
-    """(line number, record) per non-blank JSONL line, each a JSON object of string fields (`flags`: booleans).
-
-    A byte-order mark and CRLF line ends are accepted; every error names the file and the line.
-    """
+    """(line number, record) per non-blank JSONL line, each a JSON object of string fields (`flags`: booleans);
+    a byte-order mark and CRLF line ends are accepted, and every error names the file and the line."""
     if not path.is_file():
         raise GroundTruthError(f"{path}: file not found")
     try:
@@ -160,16 +158,11 @@ def check_needle(question: Question, corpus: list[Document], where: str = "") ->
 
 def load_questions(path: Path | str | None = None, corpus: list[Document] | None = None,
                    subset: str = "all") -> list[Question]:
-    """The validated questions of `path`, in file order; `corpus` defaults to `load_corpus()`.
-
-    Without a `path`, the ground truth: `subset="all"` is the original 32 then the added ones, and
-    `subset="original"` the original chapter's 32 alone.
-    """
+    """The validated questions of `path`, in file order; `corpus` defaults to `load_corpus()`. Without a `path`,
+    the ground truth: `subset="all"`, the original 32 then the added ones, or `subset="original"`, the 32 alone."""
     if subset not in SUBSETS:
         raise ValueError(f"subset={subset!r}: expected one of {list(SUBSETS)}")
     if corpus is None:
-        from .corpus import load_corpus
-
         corpus = load_corpus()
     if path is None:
         paths = [QUESTIONS_FILE] if subset == "original" else [QUESTIONS_FILE, ADDED_FILE]
@@ -227,15 +220,11 @@ class GateQuery:
 
 
 def load_gate_heldout(path: Path | str = GATE_HELDOUT_FILE, corpus: list[Document] | None = None) -> list[GateQuery]:
-    """The validated held-out gate queries (chapter 6), in file order; needles checked like the questions'.
-
-    An "in" line needs `doc` and `needle` (once in the corpus, in that document); other kinds must have neither.
-    """
+    """The validated held-out gate queries (chapter 6), in file order: an "in" line needs `doc` and `needle`
+    (checked like the questions' needles), other kinds must have neither."""
     path = Path(path)
     records = read_records(path, ("id", "query", "kind"), optional=("doc", "needle"))
     if corpus is None and any(r["kind"] == "in" for _, r in records):
-        from .corpus import load_corpus
-
         corpus = load_corpus()
     out = []
     for number, r in records:
@@ -270,21 +259,16 @@ def needle_position(question: Question, corpus: list[Document]) -> float:
 
 def evaluation_strings(question_files: Sequence[Path | str] = (QUESTIONS_FILE, ADDED_FILE, CONFIRM_FILE),
                        out_of_domain_file: Path | str = OUT_OF_DOMAIN_FILE) -> list[str]:
-    """Every needle, question and ticket of `question_files`, then every out-of-domain query.
-
-    Read as the files are (fields checked, needles not looked up), so no corpus is needed: only the
-    text matters to the needle guard.
-    """
+    """Every needle, question and ticket of `question_files`, then every out-of-domain query, read as the files
+    are (fields checked, needles not looked up in a corpus: only the text matters to the needle guard)."""
     strings = [record[f] for path in question_files for _, record in read_records(Path(path), QUESTION_FIELDS)
                for f in ("needle", "question", "ticket")]
     return strings + [o.query for o in load_out_of_domain(out_of_domain_file)]
 
 
 def find_leaks(texts: Sequence[str], forbidden: Sequence[str] | None = None) -> list[str]:
-    """The needle guard: the `forbidden` strings that occur in any of `texts`, sorted.
-
-    Whitespace is collapsed and case ignored; `forbidden` defaults to `evaluation_strings()`. Text a
-    model is trained on must give [] here, or the evaluation measures recall of its training data.
+    """The needle guard: the `forbidden` strings (default `evaluation_strings()`) in any of `texts`, sorted, whitespace
+    collapsed and case ignored. Training text must give [], or the evaluation measures recall of training data.
 
     >>> find_leaks(["Lists must\\n  start a NEW paragraph.", "unrelated"], ["a new paragraph", "grid tables"])
     ['a new paragraph']

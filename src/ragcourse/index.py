@@ -109,10 +109,8 @@ def _binary_kind(raw: bytes) -> str | None:
 
 
 def extract(path: Path, doc_id: str, max_bytes: int = MAX_BYTES) -> Document:
-    """Read one file as a Document, or raise ExtractionError with the reason.
-
-    The title is the first `# ` heading, else the file name without its suffix.
-    """
+    """Read one file as a Document titled by its first `# ` heading (else the file name without its suffix),
+    or raise ExtractionError with the reason."""
     suffix = path.suffix.lower()
     if suffix not in TEXT_SUFFIXES:
         raise ExtractionError(f"unsupported type {suffix or '(no suffix)'!r}; "
@@ -203,11 +201,8 @@ class Index:
             raise StaleIndexError(stale)
 
     def search(self, query_vector: np.ndarray, k: int = 4, *, model_name: str) -> list[Hit]:
-        """The k nearest chunks by cosine distance (ties: storage order), as ranked Hits.
-
-        `model_name` is the model that embedded the query; any indexed document from another
-        model or dimension raises StaleIndexError (an older pipeline does not: same space).
-        """
+        """The k nearest chunks by cosine distance (ties: storage order), as ranked Hits; StaleIndexError if an
+        indexed document is from another model or dimension than the query's `model_name` (not an older pipeline)."""
         check_k(k)
         query = np.asarray(query_vector, dtype=np.float32).ravel()
         self.check_compatible(model_name, query.shape[0], None, None)
@@ -421,12 +416,8 @@ def ingest_folder(folder: str | Path, *, embed: Embed, model_name: str, dim: int
                   strategy: str = "E", max_bytes: int = MAX_BYTES,
                   claimed_counts: Mapping[str, int] | None = None,
                   index: Index | None = None) -> IngestReport:
-    """Index every file under `folder` (recursively); each one appears in the report.
-
-    `embed(texts) -> array (len(texts), dim)` embeds chunk texts; `claimed_counts` maps doc ids
-    to the chunk counts a client declared, which the report compares with the stored ones.
-    Pass `index` to add to (and replace documents in) an existing index.
-    """
+    """Index every file under `folder` (recursively) into `index` (default: a new one); each file is in the report.
+    `embed(texts)` returns (len(texts), dim); `claimed_counts` (doc id -> chunks a client declared) are compared."""
     root = Path(folder)
     if not root.is_dir():
         raise ValueError(f"folder {str(root)!r} is not a directory")

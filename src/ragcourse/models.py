@@ -137,11 +137,8 @@ def load_cross_encoder(source: str):
 
 
 def new_cross_encoder(source: str, max_length: int = 512):
-    """A CrossEncoder of its own (not `load_cross_encoder`'s shared one) with one output logit.
-
-    For training, or for loading trained tensors into. A folder without a trained head (the
-    embedder's MiniLM) gets a fresh head, the same on every run: torch is seeded first.
-    """
+    """A CrossEncoder of its own (not `load_cross_encoder`'s shared one) with one output logit, to train or load
+    tensors into; a folder without a trained head (MiniLM) gets a fresh one, the same every run (torch is seeded)."""
     _prepare()
     from sentence_transformers import CrossEncoder
 
