@@ -107,6 +107,22 @@ def test_evaluate_reads_a_questions_file_and_reranks(corpus, tmp_path, capsys, m
     assert [line.split()[-3] for line in out.splitlines() if " R@1 " in line] == ["2"]  # n = 2 queries
 
 
+def test_evaluate_takes_questions_without_doc_or_ticket(corpus, tmp_path, capsys):
+    """An outsider's file names only the needle: the document is found, the ticket phrasing skipped."""
+    from ragcourse.groundtruth import load_questions
+
+    first = load_questions()[0]
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text(json.dumps({"id": "x1", "needle": first.needle, "question": first.question}) + "\n",
+                    encoding="utf-8")
+    assert main(["evaluate", "--questions", str(mine)]) == 0
+    assert [line.split()[-3] for line in capsys.readouterr().out.splitlines() if " R@1 " in line] == ["1"]
+    mine.write_text(json.dumps({"id": "x1", "needle": "not in the corpus at all", "question": "?"}) + "\n",
+                    encoding="utf-8")
+    assert main(["evaluate", "--questions", str(mine)]) == 2
+    assert "mine.jsonl:1: " in capsys.readouterr().err
+
+
 def test_bad_depth_and_bad_questions_file_are_clear_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["search", "anything", "--rerank", "--depth", "0"])
@@ -199,3 +215,11 @@ def test_python_dash_m_runs_the_same_command():
     done = subprocess.run([sys.executable, "-m", "ragcourse", "search", "q", "-k", "0"], capture_output=True, text=True)
     assert done.returncode == 2
     assert "k=0" in done.stderr and "usage: ragcourse" in done.stderr
+
+
+def test_version(capsys):
+    from ragcourse import __version__
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out == f"ragcourse {__version__}\n"

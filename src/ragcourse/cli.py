@@ -103,14 +103,19 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from .corpus import load_corpus
     from .evaluation import evaluate, summarize
+    from .folder import folder_queries, load_folder_questions
     from .groundtruth import load_questions, queries
     from .pipeline import build
 
     if args.engine_url and args.engine == "ragcourse":
         raise ValueError(f"--engine-url={args.engine_url!r} needs --engine qdrant (choices: ragcourse, qdrant)")
+    if args.questions:  # yours: doc and ticket optional, as for `ragcourse eval`
+        qs = folder_queries(load_folder_questions(args.questions, load_corpus()))
+    else:
+        qs = queries(load_questions())
     retriever = build(args.strategy)
-    qs = queries(load_questions(args.questions) if args.questions else load_questions())
     ranker, label = retriever, f"{args.strategy}/{args.method}"
     if args.engine != "ragcourse":  # the same chunks, vectors and BM25 weights, searched by an engine
         from .engines import connect
@@ -249,10 +254,12 @@ def _folder_commands(sub) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
+    from . import __version__
     from .chunking import STRATEGIES
     from .pipeline import METHODS
 
     p = argparse.ArgumentParser(prog="ragcourse", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"ragcourse {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("chunk", help="chunk a Markdown file and print JSON lines")
     c.add_argument("file")
@@ -290,7 +297,9 @@ def _own_arguments(c, s, e, i, r) -> None:
                    help='batch mode: lines {"id", "query"} in, one JSON line per query out: '
                         '{"id", "answered", "hits": [{"doc", "start", "end", "distance"}]}, hits [] when refused')
     s.set_defaults(run=_search)
-    e.add_argument("--questions", default=None, help="a questions JSONL file (default: the course's ground truth)")
+    e.add_argument("--questions", default=None, metavar="FILE.jsonl",
+                   help="your questions: id, needle, question, optional doc and ticket, one JSON object a line "
+                        "(default: the course's ground truth)")
     e.add_argument("--engine", default="ragcourse", choices=["ragcourse", "qdrant"],
                    help="search with the package (default) or Qdrant, local mode unless --engine-url")
     e.add_argument("--engine-url", default=None,
