@@ -277,8 +277,7 @@ def compare(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, metric: str) -
 def verdict(result: Paired, a: str, b: str, metric: str | None = None, alpha: float = 0.05) -> str:
     """The sentence the book prints for a paired comparison of A against B: no more than the test says.
 
-    Below ``alpha`` it names the side that won more queries; otherwise it says the data cannot tell.
-    With ``metric`` it is a whole sentence: the pair, the metric, the wins and losses, and p.
+    Below ``alpha`` it names the side that won more queries; with ``metric`` it is a whole sentence.
 
     >>> verdict(Paired(wins=12, losses=2, p=0.0129), "E", "C")
     'significant at 0.05, in favour of E'

@@ -136,8 +136,6 @@ def rerank_rankings(reranker: Reranker, queries: Sequence, rankings: Mapping[str
     return {q.id: rerank_head(reranker, q.text, rankings[q.id], depth) for q in queries}
 
 
-# --- cross-encoder -----------------------------------------------------------------------------
-
 class CrossEncoderReranker:
     """A sentence-transformers CrossEncoder (e.g. cross-encoder/ms-marco-MiniLM-L6-v2).
 
@@ -175,8 +173,6 @@ class CrossEncoderReranker:
                              "output label (a relevance score), like the ms-marco cross-encoders")
         return scores
 
-
-# --- late interaction --------------------------------------------------------------------------
 
 def maxsim(query_tokens: np.ndarray, passage_tokens: np.ndarray) -> float:
     """Late interaction: each query token's best dot product with any passage token, summed.
@@ -267,11 +263,8 @@ def kept_pieces(model, text: str, skip: frozenset[int] = frozenset()) -> list[st
 class LateInteractionReranker:
     """ColBERT-style MaxSim over the embedder's L2-normalised token vectors (no training needed).
 
-    `skip_punctuation` names the side(s) whose punctuation word pieces are dropped: one of
-    `SKIP_PUNCTUATION`. Passage token matrices are kept in memory, keyed by a hash of the text, as
-    float16 (fresh and reloaded alike, so scores do not depend on the cache). `index` also writes
-    them to `cache_dir/<model fingerprint>-L<max length>[-nopunct].npz`. `embedder_model` is a
-    sentence-transformers model, or None for `ragcourse.models.load_embedder()`.
+    `skip_punctuation` (one of `SKIP_PUNCTUATION`): whose punctuation pieces to drop. Passage tokens are
+    cached as float16, fresh and reloaded alike, so scores never depend on the cache (`index` saves it).
     """
 
     def __init__(self, embedder_model=None, use: str = "text", cache_dir: Path | None = TOKENS_DIR,
@@ -286,7 +279,6 @@ class LateInteractionReranker:
         else:
             model_name = type(embedder_model).__name__
         self.model, self.use, self.batch_size = embedder_model, _check_use(use), batch_size
-        self.skip_punctuation = skip_punctuation
         skip = punctuation_ids(embedder_model.tokenizer)
         self.query_skip = skip if skip_punctuation in ("both", "query") else frozenset()
         self.passage_skip = skip if skip_punctuation in ("both", "passage") else frozenset()
