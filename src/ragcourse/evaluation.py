@@ -65,7 +65,7 @@ def answers_destroyed(chunks: Iterable[Any], needles: Iterable[str]) -> list[str
 
 
 class Interval(NamedTuple):
-    """A confidence interval for a proportion."""
+    """A confidence interval (of a proportion, a mean or an AUC)."""
 
     low: float
     high: float

@@ -11,9 +11,6 @@ Two rerankers implement the small `Reranker` protocol:
   embedder's own token vectors, passages' cached, so a query costs one short forward pass and a
   matrix product. It needs no other model, which makes it the offline default (`default_reranker`).
 
-`rerank` re-sorts one shortlist, `rerank_head` reranks the top of a full ranking and leaves the
-rest in place, and `rerank_rankings` does that for every query of a set, for `evaluation.evaluate`.
-
 Left out on purpose: training (chapter 5's fine-tuned cross-encoder is a documented negative result,
 trained by `benchmarks/reranker_train.py`), LLM judges (`benchmarks/judge_trial.py`), latency
 measurement (`benchmarks/rerank_trial.py`), ColBERT's query augmentation with [MASK] tokens and its
