@@ -187,8 +187,7 @@ def header(doc_title: str, section: str) -> str:
 def overlap_prefix(previous: Chunk | None, start: int, overlap: int) -> str:
     """The previous chunk's last `overlap` characters of content, plus a joiner.
 
-    The joiner is "" when the previous chunk ends exactly where this one starts (a blind cut
-    inside a word) and a single space otherwise, so that words do not fuse.
+    The joiner is "" when the previous chunk ends where this one starts (a blind cut in a word), else " ".
     Example: previous content "one two three" ending at 13, start 14, overlap 5 -> "three ".
     """
     if previous is None or overlap == 0:

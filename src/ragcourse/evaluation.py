@@ -4,17 +4,11 @@ What it implements: a query is answered by a chunk when the chunk's ``content`` 
 query's verbatim needle sentence, whitespace collapsed on both sides (the corpus is hard-wrapped).
 Per query we keep the rank of the first such chunk; recall@k and MRR summarise those ranks;
 Wilson score intervals say how uncertain a rate over 64 queries is; the sign test (exact McNemar)
-and a sign-flip randomization test compare two systems on the same queries, which is the honest
-way to compare them, and `verdict` turns such a comparison into the sentence the book prints.
-Every later chapter reuses these functions.
-
-When several variants were tried on the same queries, `holm` adjusts their p-values for the
-number of tries (Holm's step-down correction), so the best-looking variant is not oversold.
-
-The measurements of chapter 6 live here too, not beside what they measure: `distances_to_needle`
-(how far a query is from its answer), `sweep` (what the gate of `ragcourse.gate` does at each cut), and
-how well a gate signal separates answerable from unanswerable queries: `auc`, `auc_interval`, `tradeoff`,
-`judge`.
+and a sign-flip randomization test compare two systems on the same queries, `holm` adjusts their
+p-values for the number of variants tried (Holm's step-down correction), and `verdict` turns a
+comparison into the sentence the book prints. Chapter 6's measurements live here too, not beside
+what they measure: `distances_to_needle`, `sweep` (the gate of `ragcourse.gate` at each cut), and
+`auc`, `auc_interval`, `tradeoff`, `judge` (how well a signal separates answerable from unanswerable).
 
 What it leaves out: graded relevance (nDCG), multiple relevant chunks per query, and corrections
 other than Holm's (e.g. false-discovery-rate control).
@@ -71,7 +65,7 @@ def answers_destroyed(chunks: Iterable[Any], needles: Iterable[str]) -> list[str
 
 
 class Interval(NamedTuple):
-    """A confidence interval for a proportion."""
+    """A confidence interval (of a proportion, a mean or an AUC)."""
 
     low: float
     high: float
@@ -176,10 +170,9 @@ class Paired(NamedTuple):
 def evaluate(
     rankings: Mapping[str, Sequence[Any]], queries: Iterable[Any], ks: Sequence[int] = (1, 4, 8, 20)
 ) -> pd.DataFrame:
-    """One row per query: ``query``, ``phrasing``, ``rank`` (<NA> if no hit), ``hit@k``..., ``rr``.
+    """One row per query: ``query``, ``phrasing``, ``rank`` (<NA> if no hit), ``hit@k``..., ``rr`` (1/rank, 0 if none).
 
-    ``rankings`` maps query id -> contents or Chunks, best first; each query has ``.id``,
-    ``.needle`` and ``.phrasing``. ``rr`` is the reciprocal rank over the full ranking (0 if none).
+    ``rankings``: query id -> contents or Chunks, best first, in full; a query has ``.id``, ``.needle``, ``.phrasing``.
     """
     queries = list(queries)
     missing = [q.id for q in queries if q.id not in rankings]
@@ -219,10 +212,8 @@ def _hit_columns(per_query: pd.DataFrame) -> list[str]:
 def summarize(per_query: pd.DataFrame, label: str, confidence: float = 0.95) -> pd.DataFrame:
     """Tidy summary of an ``evaluate`` table: one row per metric (R@k for each hit@k, then MRR).
 
-    R@k = (1/|Q|) * #{q : rank_q <= k}, the share of queries answered in the top k; MRR = (1/|Q|) *
-    sum_q 1/rank_q (Voorhees, TREC-8 QA track, 1999), where a query never answered adds 0.
-    Columns: ``label, metric, value, hits, n, low, high``; low/high is the Wilson interval of R@k
-    (NaN for MRR). Concatenate several and pivot on ``label`` to compare systems.
+    R@k = (1/|Q|) * #{q : rank_q <= k}; MRR = (1/|Q|) * sum_q 1/rank_q, 0 if never answered (Voorhees, TREC-8 1999).
+    Columns ``label, metric, value, hits, n, low, high``; low/high is R@k's Wilson interval (NaN for MRR).
     """
     n = len(per_query)
     if n == 0:
@@ -254,10 +245,7 @@ def with_interval(value: float, low: float | None = None, high: float | None = N
 
 
 def interval_table(summaries: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
-    """``summarize`` rows (one or several labels) as one row per label and one column per metric.
-
-    Each cell is ``with_interval(value, low, high)``; labels and metrics keep their first-seen order.
-    """
+    """``summarize`` rows as one row per label, one ``with_interval`` cell per metric, in first-seen order."""
     cells = [with_interval(v, lo, hi) for v, lo, hi in
              zip(summaries["value"], summaries["low"], summaries["high"], strict=True)]
     wide = summaries.assign(cell=cells).pivot(index="label", columns="metric", values="cell")
@@ -289,8 +277,7 @@ def compare(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, metric: str) -
 def verdict(result: Paired, a: str, b: str, metric: str | None = None, alpha: float = 0.05) -> str:
     """The sentence the book prints for a paired comparison of A against B: no more than the test says.
 
-    Below ``alpha`` it names the side that won more queries; otherwise it says the data cannot tell.
-    With ``metric`` it is a whole sentence: the pair, the metric, the wins and losses, and p.
+    Below ``alpha`` it names the side that won more queries; with ``metric`` it is a whole sentence.
 
     >>> verdict(Paired(wins=12, losses=2, p=0.0129), "E", "C")
     'significant at 0.05, in favour of E'
@@ -310,9 +297,6 @@ def verdict(result: Paired, a: str, b: str, metric: str | None = None, alpha: fl
     if metric is None:
         return reading
     return f"{a} vs {b} at {metric}: +{result.wins}/\u2212{result.losses}, {reading} ({shown})"
-
-
-# --- chapter 6: how far answers are, and what a gate does at each cut ---
 
 
 def distances_to_needle(retriever: Retriever, query: str | np.ndarray, needle: str) -> float:
@@ -336,11 +320,6 @@ SWEEP_COLUMNS = (
 )
 
 
-def _has_needle(hits: Sequence[Hit], needle: str) -> bool:
-    """True when some kept chunk's own `content` contains the needle (whitespace collapsed)."""
-    return any(contains_needle(h.chunk.content, needle) for h in hits)
-
-
 def _sweep_row(
     in_domain: Sequence[tuple[Sequence[Hit], str]],
     out_of_domain: Sequence[Sequence[Hit]],
@@ -354,7 +333,7 @@ def _sweep_row(
         result = gate(hits, cut, k)
         if isinstance(result, NoAnswer):
             row["wrongly_refused"] += 1
-        elif _has_needle(result.hits, needle):
+        elif any(contains_needle(h.chunk.content, needle) for h in result.hits):
             row["answered_with_needle"] += 1
         else:
             row["answered_without_needle"] += 1
@@ -372,19 +351,14 @@ def sweep(
 ) -> pd.DataFrame:
     """Run the real gate (`ragcourse.gate.gate`) at every cut and count what happens, one row per cut.
 
-    `in_domain` holds `(hits, needle)` pairs (the question has an answer in the corpus);
-    `out_of_domain` holds hit lists for questions the corpus cannot answer. Per cut:
-    `answered_with_needle` + `answered_without_needle` + `wrongly_refused` = len(in_domain) and
-    `ood_refused` + `bluffed` = len(out_of_domain). The needle is looked for in the kept chunks'
-    own `content` only, so a needle that appears only in a header does not count.
+    `in_domain`: `(hits, needle)` pairs the corpus answers; `out_of_domain`: hit lists of questions it cannot.
+    Per cut, answered_with_needle + answered_without_needle + wrongly_refused = len(in_domain), ood_refused +
+    bluffed = len(out_of_domain); a needle counts only in a kept chunk's own `content`, not in its header.
     """
     if not cuts:
         raise ValueError("cuts must hold at least one cut; got an empty sequence")
     rows = [_sweep_row(in_domain, out_of_domain, cut, k) for cut in cuts]
     return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
-
-
-# --- chapter 6: signals beyond the distance, judged as separators of in-domain from out-of-domain ---
 
 
 def _scores(values: Sequence[float], name: str) -> np.ndarray:
@@ -411,8 +385,7 @@ def auc_interval(answerable: Sequence[float], unanswerable: Sequence[float], gro
                  n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Interval:
     """Percentile bootstrap interval of `auc` (Efron & Tibshirani 1993), seeded, resampling each side apart.
 
-    `groups` labels the answerable scores (e.g. the question behind each phrasing): groups are
-    resampled whole, so two phrasings of one question are never counted as independent.
+    `groups` labels the answerable scores (e.g. by question): a group is resampled whole, never split.
     """
     a, u = _scores(answerable, "answerable"), _scores(unanswerable, "unanswerable")
     labels = np.asarray(groups if groups is not None else np.arange(len(a)).astype(str))
@@ -460,8 +433,6 @@ def judge(answered_in: Sequence[bool], answered_out: Sequence[bool],
     return {"refused": refused, "n_in": n_in, "refused_ci": wilson(refused, n_in, confidence),
             "bluffed": bluffed, "n_out": n_out, "bluffed_ci": wilson(bluffed, n_out, confidence)}
 
-
-# --- questions as the unit: intervals, and the smallest difference a comparison can detect -------
 
 def per_question(per_query: pd.DataFrame, column: str = "rr") -> pd.Series:
     """One value per question: the mean of ``column`` over its phrasings, indexed by question id.

@@ -94,8 +94,7 @@ def rounded(value: Any, decimals: int = PUBLISHED) -> Any:
 def glue(name: str, value: Any, decimals: int = PUBLISHED, display: bool = False) -> None:
     """Store `value`, rounded to `decimals` places, for the book's `{glue}` roles (myst-nb's glue).
 
-    Rounded at the source, the stored output is what the prose shows on every machine. Returns None,
-    like myst-nb's glue, so a cell that ends with it shows no output.
+    Returns None, like myst-nb's glue, so a cell that ends with it shows no output.
     """
     from myst_nb import glue as myst_glue
 

@@ -11,9 +11,6 @@ Two rerankers implement the small `Reranker` protocol:
   embedder's own token vectors, passages' cached, so a query costs one short forward pass and a
   matrix product. It needs no other model, which makes it the offline default (`default_reranker`).
 
-`rerank` re-sorts one shortlist, `rerank_head` reranks the top of a full ranking and leaves the
-rest in place, and `rerank_rankings` does that for every query of a set, for `evaluation.evaluate`.
-
 Left out on purpose: training (chapter 5's fine-tuned cross-encoder is a documented negative result,
 trained by `benchmarks/reranker_train.py`), LLM judges (`benchmarks/judge_trial.py`), latency
 measurement (`benchmarks/rerank_trial.py`), ColBERT's query augmentation with [MASK] tokens and its
@@ -136,8 +133,6 @@ def rerank_rankings(reranker: Reranker, queries: Sequence, rankings: Mapping[str
     return {q.id: rerank_head(reranker, q.text, rankings[q.id], depth) for q in queries}
 
 
-# --- cross-encoder -----------------------------------------------------------------------------
-
 class CrossEncoderReranker:
     """A sentence-transformers CrossEncoder (e.g. cross-encoder/ms-marco-MiniLM-L6-v2).
 
@@ -175,8 +170,6 @@ class CrossEncoderReranker:
                              "output label (a relevance score), like the ms-marco cross-encoders")
         return scores
 
-
-# --- late interaction --------------------------------------------------------------------------
 
 def maxsim(query_tokens: np.ndarray, passage_tokens: np.ndarray) -> float:
     """Late interaction: each query token's best dot product with any passage token, summed.
@@ -267,11 +260,8 @@ def kept_pieces(model, text: str, skip: frozenset[int] = frozenset()) -> list[st
 class LateInteractionReranker:
     """ColBERT-style MaxSim over the embedder's L2-normalised token vectors (no training needed).
 
-    `skip_punctuation` names the side(s) whose punctuation word pieces are dropped: one of
-    `SKIP_PUNCTUATION`. Passage token matrices are kept in memory, keyed by a hash of the text, as
-    float16 (fresh and reloaded alike, so scores do not depend on the cache). `index` also writes
-    them to `cache_dir/<model fingerprint>-L<max length>[-nopunct].npz`. `embedder_model` is a
-    sentence-transformers model, or None for `ragcourse.models.load_embedder()`.
+    `skip_punctuation` (one of `SKIP_PUNCTUATION`): whose punctuation pieces to drop. Passage tokens are
+    cached as float16, fresh and reloaded alike, so scores never depend on the cache (`index` saves it).
     """
 
     def __init__(self, embedder_model=None, use: str = "text", cache_dir: Path | None = TOKENS_DIR,
@@ -286,7 +276,6 @@ class LateInteractionReranker:
         else:
             model_name = type(embedder_model).__name__
         self.model, self.use, self.batch_size = embedder_model, _check_use(use), batch_size
-        self.skip_punctuation = skip_punctuation
         skip = punctuation_ids(embedder_model.tokenizer)
         self.query_skip = skip if skip_punctuation in ("both", "query") else frozenset()
         self.passage_skip = skip if skip_punctuation in ("both", "passage") else frozenset()
