@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ragcourse import models
+from ragcourse import models, timings
 from ragcourse.chunking import chunk
 from ragcourse.corpus import Document, sections
 from ragcourse.genre_chunking import (
@@ -100,8 +99,7 @@ def main() -> int:
     out = {"source": source, "model": models.GENERATOR_GGUF, "window": LLM_WINDOW, "show": LLM_SHOW,
            "max_new_tokens": LLM_TOKENS, "load_seconds": round(load_seconds, 1),
            "loadavg_1min_start_end": [round(x, 2) for x in loads],
-           "machine": {"python": platform.python_version(), "processor": platform.machine(),
-                       "cpus": os.cpu_count(), "torch_threads": 1, "nice": os.nice(0)},
+           "machine": timings.machine() | {"generator_threads": 1, "nice": os.nice(0)},
            "trials": trials}
     OUT.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     for trial in trials:
