@@ -105,3 +105,17 @@ def test_each_declared_coincidence_is_in_the_book_file():
         rows[(figure.source, figure.value)].add(figure.name)
     stale = {key: sorted(rows[key]) for key, names in COINCIDENCES.items() if rows[key] != names}
     assert not stale, f"COINCIDENCES no longer matches the rows that share these values: {stale}"
+
+
+def test_glue_never_rounds_a_source_figure(monkeypatch):
+    """The original chapter's p = 0.0015 was published as 0.002 (three places): a misquote."""
+    from ragcourse.precision import rounded
+
+    published = {}
+
+    def glue(name, value, decimals):
+        published[name] = rounded(value, decimals)
+
+    monkeypatch.setattr(sources, "glue", glue)
+    sources.glue_figures("c3_EA20_p", "c3_EC20_p", "original_questions")
+    assert published == {"src_c3_EA20_p": 0.0015, "src_c3_EC20_p": 0.0129, "src_original_questions": 32}

@@ -12,9 +12,10 @@ from __future__ import annotations
 import csv
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
-from ragcourse.precision import glue
+from ragcourse.precision import PUBLISHED, glue
 
 FIGURES_FILE = Path(__file__).resolve().parents[2] / "data" / "source_figures.csv"
 SOURCES = {"original": "the original chapter", "field": "the field report"}
@@ -96,4 +97,13 @@ def glue_figures(*names: str) -> None:
     if missing:
         raise KeyError(f"not in {FIGURES_FILE.name}: {missing}; add a row for each")
     for name in names:
-        glue(f"src_{name}", figures[name].value)
+        glue(f"src_{name}", figures[name].value, decimals=max(PUBLISHED, places(figures[name].value)))
+
+
+def places(value: int | float | str) -> int:
+    """Decimal places of a figure as the source states it, so gluing never rounds a source's number.
+
+    >>> places(0.0015), places(1.14), places(32), places("E")
+    (4, 2, 0, 0)
+    """
+    return max(0, -Decimal(repr(value)).as_tuple().exponent) if isinstance(value, float) else 0
