@@ -2,7 +2,7 @@
 
 `measure` runs every strategy x method (x rerank) over a `folder.FolderCorpus` with the package's
 own pieces: `pipeline.build` chunks and indexes, `evaluation.evaluate`/`summarize` score,
-`evaluation.mean_interval` gives intervals over questions (a question's phrasings are not
+`evaluation.share_over_questions` gives intervals over questions (a question's phrasings are not
 independent), `evaluation.compare` pairs each run with the first, question by question, and
 `evaluation.sweep` runs the gate at chapter 6's cuts when out-of-domain queries are given.
 Every float is rounded at the source (`precision.rounded`: 3 places, p-values 4), so the JSON is
@@ -35,8 +35,8 @@ from .evaluation import (
     answers_destroyed,
     compare,
     evaluate,
-    mean_interval,
     per_question,
+    share_over_questions,
     summarize,
     sweep,
     verdict,
@@ -144,20 +144,11 @@ def corpus_summary(corpus: FolderCorpus) -> dict:
             "failed": [{"path": f.path, "reason": f.reason} for f in corpus.failed]}
 
 
-def share_interval(values: Sequence[float]) -> list[float]:
-    """The t interval over questions of a share (recall), clipped to [0, 1], where a share lives.
-
-    >>> share_interval([0.0, 0.0, 0.0, 1.0])
-    [0.0, 1.0]
-    """
-    low, high = mean_interval(values)
-    return [max(0.0, low), min(1.0, high)]
-
-
 def run_entry(run: Run) -> dict:
     """One run as `results.json` holds it: recall@k and MRR, with 95 % t intervals over questions."""
     values = summarize(run.per_query, run.label).set_index("metric")["value"]
-    intervals = {str(k): share_interval(per_question(run.per_query, f"hit@{k}")) for k in KS}
+    intervals = {str(k): list(share_over_questions(run.per_query["query"], run.per_query[f"hit@{k}"])[1:])
+                 for k in KS}  # t intervals over questions, clipped to [0, 1]
     return rounded({"strategy": run.strategy, "method": run.method, "rerank": run.rerank,
                     "queries": len(run.per_query), "recall": {str(k): float(values[f"R@{k}"]) for k in KS},
                     "recall_interval": intervals, "mrr": float(values["MRR"]),
