@@ -30,13 +30,18 @@ def _meaning(figure: sources.Figure) -> frozenset[str]:
     return frozenset(re.findall(r"[a-z0-9]+", (figure.note or figure.where).lower()))
 
 
-def repeated_facts(figures: dict[str, sources.Figure], coincidences: dict) -> dict[tuple, list[str]]:
-    """(source, value) -> names, for rows of one source that state one value and are not declared in
-    `coincidences` as exactly that set of rows; rows with the same normalised note are never a coincidence."""
+def _by_value(figures: dict[str, sources.Figure]) -> dict[tuple, list[sources.Figure]]:
+    """(source, value) -> the rows that state it, in file order."""
     rows = defaultdict(list)
     for figure in figures.values():
         rows[(figure.source, figure.value)].append(figure)
-    return {key: sorted(f.name for f in group) for key, group in rows.items() if len(group) > 1 and (
+    return rows
+
+
+def repeated_facts(figures: dict[str, sources.Figure], coincidences: dict) -> dict[tuple, list[str]]:
+    """(source, value) -> names, for rows of one source that state one value and are not declared in
+    `coincidences` as exactly that set of rows; rows with the same normalised note are never a coincidence."""
+    return {key: sorted(f.name for f in group) for key, group in _by_value(figures).items() if len(group) > 1 and (
         {f.name for f in group} != coincidences.get(key) or len({_meaning(f) for f in group}) < len(group))}
 
 
@@ -100,10 +105,8 @@ def test_the_book_file_states_each_fact_of_a_source_once():
 
 
 def test_each_declared_coincidence_is_in_the_book_file():
-    rows = defaultdict(set)
-    for figure in sources.load().values():
-        rows[(figure.source, figure.value)].add(figure.name)
-    stale = {key: sorted(rows[key]) for key, names in COINCIDENCES.items() if rows[key] != names}
+    rows = {key: {f.name for f in group} for key, group in _by_value(sources.load()).items()}
+    stale = {key: sorted(rows.get(key, ())) for key, names in COINCIDENCES.items() if rows.get(key) != names}
     assert not stale, f"COINCIDENCES no longer matches the rows that share these values: {stale}"
 
 
