@@ -74,10 +74,10 @@ $(STAMPS)/install: requirements.txt requirements-nodeps.txt pyproject.toml
 corpus: $(STAMPS)/corpus
 
 # The main corpus, then chapter 9's four genre corpora (data/genres/, checked against data/genres.lock.json).
-$(STAMPS)/corpus: $(STAMPS)/install src/ragcourse/corpus.py src/ragcourse/corpus_build.py \
-		src/ragcourse/genres.py src/ragcourse/genres_build.py data/genres.lock.json
-	$(PY) -m ragcourse.corpus_build
-	$(PY) -m ragcourse.genres_build
+$(STAMPS)/corpus: $(STAMPS)/install src/ragcourse/corpus.py src/ragcourse/build/corpus.py \
+		src/ragcourse/genres.py src/ragcourse/build/genres.py data/genres.lock.json
+	$(PY) -m ragcourse.build.corpus
+	$(PY) -m ragcourse.build.genres
 	touch $@
 
 mathjax: $(STAMPS)/mathjax

@@ -233,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bm25-only", action="store_true", help="re-measure BM25 only, keep the rest of --out")
     args = parser.parse_args(argv)
 
-    from ragcourse import groundtruth, pipeline, timings
+    from ragcourse import groundtruth, pipeline
+    from ragcourse.book import timings
 
     retriever = pipeline.build("E")
     qs = groundtruth.queries(groundtruth.load_questions(subset="original"))

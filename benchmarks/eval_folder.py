@@ -8,7 +8,7 @@ cold run embeds every chunk and the second embeds none. Run it on a quiet machin
 
     python benchmarks/eval_folder.py [--files 1000] [--out benchmarks/results/eval_folder.json]
 
-The record holds the machine (`ragcourse.timings.machine`) and the load average before and after,
+The record holds the machine (`ragcourse.book.timings.machine`) and the load average before and after,
 because a loaded machine (other jobs on the same cores) stretches every time in it.
 """
 
@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from ragcourse.book.timings import machine
 from ragcourse.chunking import paragraph_spans
 from ragcourse.corpus import load_corpus
 from ragcourse.groundtruth import load_questions
-from ragcourse.timings import machine
 
 OUT = Path(__file__).resolve().parent / "results" / "eval_folder.json"
 

@@ -17,7 +17,8 @@ import json
 import os
 import time
 
-from ragcourse import expansion, groundtruth, models, timings
+from ragcourse import expansion, groundtruth, models
+from ragcourse.book import timings
 
 OUT = expansion.REWRITES_FILE
 

@@ -19,7 +19,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ragcourse import models, timings
+from ragcourse import models
+from ragcourse.book import timings
 from ragcourse.chunking import chunk
 from ragcourse.corpus import Document, sections
 from ragcourse.genre_chunking import (

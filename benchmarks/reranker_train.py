@@ -50,8 +50,8 @@ import numpy as np
 
 from ragcourse import models, pipeline
 from ragcourse.bm25 import BM25, tokenize
+from ragcourse.build.corpus import pip_download
 from ragcourse.corpus import DATA_DIR, collapse, sha256_file
-from ragcourse.corpus_build import pip_download
 from ragcourse.dense import model_fingerprint
 from ragcourse.evaluation import first_hit_rank
 from ragcourse.groundtruth import find_leaks, load_questions, queries

@@ -27,9 +27,9 @@ import numpy as np
 
 from ragcourse import dense, models, pipeline
 from ragcourse.bm25 import tokenize
+from ragcourse.book.timings import TIMINGS_FILE, machine
 from ragcourse.chunking import STRATEGIES
 from ragcourse.groundtruth import load_questions, queries
-from ragcourse.timings import TIMINGS_FILE, machine
 
 SAMPLE = 32  # chunks per strategy for the cold embedding cost
 DEPTH = 25  # the reranker's shortlist (chapter 5)

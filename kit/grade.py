@@ -29,7 +29,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from kit.hidden import Hidden, load
-from ragcourse.exercises import VARIANT_ENV, variant
+from ragcourse.book.exercises import VARIANT_ENV, variant
 
 KIT = Path(__file__).resolve().parent
 CHAPTER_FILE = re.compile(r"^(\d\d)[-_. ]")
@@ -178,7 +178,7 @@ def _setup_source(checks_path: Path, token: str) -> str:
         got, feedback = module.score(checks[exercise], ns)
         print({token!r}, json.dumps({{"exercise": exercise, "points": got, "feedback": feedback}}))
 
-    from ragcourse.exercises import environment
+    from ragcourse.book.exercises import environment
     print({token!r}, json.dumps({{"environment": environment(), "variant_before": before}}))
     return run
 

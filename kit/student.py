@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-from ragcourse.exercises import VARIANT_ENV, environment, variant
+from ragcourse.book.exercises import VARIANT_ENV, environment, variant
 
 GLUE_REF = re.compile(r"\{glue(?::[a-z]+)?\}`([^`:]+)")
 KEPT_EXERCISE_KEYS = ("id", "kind", "points", "minutes")
@@ -71,7 +71,7 @@ def preamble(variant_number: int) -> nbformat.NotebookNode:
                   f'os.environ.setdefault("{VARIANT_ENV}", "{variant_number}")  # this term\'s exercises: keep',
                   ""]
     pins = [f"    {name!r}: {version!r}," for name, version in environment().items()]
-    lines += ["from ragcourse.exercises import same_environment", "",
+    lines += ["from ragcourse.book.exercises import same_environment", "",
               "same_environment({  # the grader runs these versions: if this cell fails, run `make install`",
               *pins, "})"]
     return nbformat.v4.new_code_cell("\n".join(lines), metadata={"tags": ["student-preamble"]})

@@ -22,8 +22,8 @@ from browser import load_page  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from ragcourse.cli import main as cli  # noqa: E402
+from ragcourse.cli.folder import export_corpus  # noqa: E402
 from ragcourse.corpus import load_corpus  # noqa: E402
-from ragcourse.folder import export_corpus  # noqa: E402
 from ragcourse.groundtruth import OUT_OF_DOMAIN_FILE, load_questions  # noqa: E402
 
 

@@ -170,7 +170,7 @@ def test_references_to_exercises_read_their_number():
 
 def test_the_sources_page_lists_every_figure_of_the_data_file():
     """book/sources.md reads data/source_figures.csv at build time: each row is on the page, with its value."""
-    from ragcourse.sources import load
+    from ragcourse.book.sources import load
 
     page = (HTML / "sources.html").read_text(encoding="utf-8")
     missing = [name for name in load() if f">src_{name}<" not in page]

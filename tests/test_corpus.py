@@ -78,23 +78,23 @@ def test_corrupted_cache_is_rejected_naming_the_document(corpus, tmp_path):
     message = str(caught.value)
     assert read_lock()["fingerprint"] in message
     assert "documents that differ: user-odt." in message and "user-config" not in message
-    assert "`python -m ragcourse.corpus_build --update-lock`" in message
+    assert "`python -m ragcourse.build.corpus --update-lock`" in message
 
 
 def test_missing_cache_says_how_to_build(tmp_path):
-    with pytest.raises(CorpusError, match=r"`make corpus` \(or `python -m ragcourse.corpus_build`\)"):
+    with pytest.raises(CorpusError, match=r"`make corpus` \(or `python -m ragcourse.build.corpus`\)"):
         load_corpus(tmp_path / "nowhere")
 
 
 def test_missing_lock_says_who_writes_it(tmp_path):
-    with pytest.raises(CorpusError, match="`python -m ragcourse.corpus_build --update-lock`"):
+    with pytest.raises(CorpusError, match="`python -m ragcourse.build.corpus --update-lock`"):
         read_lock(tmp_path / "corpus.lock.json")
 
 
 def test_check_command(corpus, capsys):
     assert main(["check"]) == 0
     assert capsys.readouterr().out.startswith("corpus OK: 13 documents, fingerprint 7c9e0b0916bb")
-    with pytest.raises(SystemExit):  # building is `python -m ragcourse.corpus_build`
+    with pytest.raises(SystemExit):  # building is `python -m ragcourse.build.corpus`
         main(["build"])
 
 

@@ -1,4 +1,4 @@
-"""Tests for ragcourse.corpus_build: the pinned docutils sdist rendered to Markdown, written, locked."""
+"""Tests for ragcourse.build.corpus: the pinned docutils sdist rendered to Markdown, written, locked."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 from docutils import nodes
 from docutils.parsers.rst import roles
 
-from ragcourse import corpus, corpus_build
+from ragcourse import corpus
+from ragcourse.build import corpus as corpus_build
 from ragcourse.corpus import CorpusError, Document
 
 EXPECTED_IDS = [
@@ -29,7 +30,7 @@ EXPECTED_IDS = [
 def sdist() -> Path:
     path = corpus_build.SOURCES_DIR / corpus_build.SDIST_FILENAME
     if not path.is_file():
-        pytest.skip(f"{path} is absent: run `python -m ragcourse.corpus_build` first")
+        pytest.skip(f"{path} is absent: run `python -m ragcourse.build.corpus` first")
     return path
 
 
@@ -98,7 +99,7 @@ def test_lock_matches_a_fresh_build(fresh):
                                "sections": 127}
     assert corpus.fingerprint(fresh) == lock["fingerprint"], (
         "the rendering changed: rebuild and, if deliberate, run "
-        "`python -m ragcourse.corpus_build --update-lock`")
+        "`python -m ragcourse.build.corpus --update-lock`")
 
 
 def test_deterministic_across_hash_seeds(sdist, fresh):

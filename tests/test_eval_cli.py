@@ -14,10 +14,10 @@ import warnings
 import numpy as np
 import pytest
 
-from ragcourse import dense, folder, report
-from ragcourse.cli import main
+from ragcourse import dense
+from ragcourse.cli import folder, main, report
+from ragcourse.cli.folder import load_folder_questions, read_document, read_folder
 from ragcourse.corpus import Document
-from ragcourse.folder import load_folder_questions, read_document, read_folder
 from ragcourse.groundtruth import GroundTruthError
 from ragcourse.index import ExtractionError
 
@@ -426,8 +426,8 @@ def test_eval_writes_results_json_as_specified(evaluated):
 def test_eval_recall_equals_the_package_computed_directly(evaluated):
     """The JSON's numbers are the package's own: recompute strategy E dense by hand."""
     from ragcourse import pipeline
+    from ragcourse.cli.folder import folder_queries
     from ragcourse.evaluation import evaluate
-    from ragcourse.folder import folder_queries
 
     argv, root, _, _ = evaluated
     out = root / "out"
@@ -512,7 +512,7 @@ def book_runs(tmp_path_factory, corpus):
     Pinned difference of the file form: a document's id is its file name (`user-config.md`, not
     `user-config`), so the questions' `doc` gains ".md". Titles and texts read back exactly (tested).
     """
-    from ragcourse.folder import export_corpus
+    from ragcourse.cli.folder import export_corpus
     from ragcourse.groundtruth import load_questions
 
     root = tmp_path_factory.mktemp("book")

@@ -1,4 +1,4 @@
-"""Tests for chapter 9's genre corpora: ragcourse.genres (run time), ragcourse.genres_build (set-up) and
+"""Tests for chapter 9's genre corpora: ragcourse.genres (run time), ragcourse.build.genres (set-up) and
 their ground truth (ragcourse.groundtruth.load_genre_questions).
 
 Tests that need the built genres call `load_genre`, which raises a CorpusError naming what to run when
@@ -35,9 +35,9 @@ def test_docstring_examples():
 
 
 def test_build_docstring_examples():
-    import ragcourse.genres_build  # wiki_text's example needs mwparserfromhell (requirements.txt)
+    import ragcourse.build.genres  # wiki_text's example needs mwparserfromhell (requirements.txt)
 
-    assert doctest.testmod(ragcourse.genres_build).failed == 0
+    assert doctest.testmod(ragcourse.build.genres).failed == 0
 
 
 def test_run_time_module_loads_no_build_dependency():
@@ -159,9 +159,9 @@ def test_check_command_passes():
 
 @pytest.fixture(scope="module")
 def build():
-    import ragcourse.genres_build
+    import ragcourse.build.genres
 
-    return ragcourse.genres_build
+    return ragcourse.build.genres
 
 
 def test_legal_headings_follow_the_clause_numbers(build):

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))  # kit/ is not installed: it is imported from the 
 from kit import guide  # noqa: E402
 from kit.grade import Kernel, Limits, Run, grade_notebook, grade_stages, load_checks  # noqa: E402
 from kit.student import answer_cells, build, exercise_of, leaks, student_edition, tags  # noqa: E402
-from ragcourse.exercises import choose, environment, same_environment  # noqa: E402
+from ragcourse.book.exercises import choose, environment, same_environment  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "kit" / "90-synthetic.ipynb"
 FIXTURE_CHECKS = ROOT / "tests" / "fixtures" / "kit" / "checks"

@@ -1,4 +1,4 @@
-"""data/source_figures.csv, read by ragcourse.sources: chapters from the block comments, clear errors."""
+"""data/source_figures.csv, read by ragcourse.book.sources: chapters from the block comments, clear errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import pytest
 
-from ragcourse import sources
+from ragcourse.book import sources
 
 HEAD = "# comment\nname,value,source,where,note\n"
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ragcourse import timings
+from ragcourse.book import timings
 
 STEPS = ("bm25_scores", "bm25_rank", "rank_bm25_scores", "vector_scan", "query_embedding",
          "embed_and_scan", "rerank_25", "rerank_query_tokens", "rerank_maxsim_25")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 
-from ragcourse.sources import FIGURES_FILE, SOURCES, load
+from ragcourse.book.sources import FIGURES_FILE, SOURCES, load
 
 HEADINGS = ("glued as", "value", "where the source states it", "quoted in")
 WIDTHS = (36, 12, 40, 12)

@@ -10,8 +10,8 @@ import re
 from typing import Any
 
 from kit.hidden import check
+from ragcourse.book.exercises import choose
 from ragcourse.corpus import load_corpus, sections
-from ragcourse.exercises import choose
 from ragcourse.groundtruth import GroundTruthError, Question, check_needle, collapse, load_questions
 
 EXAMPLE_REPEAT = "A blank line is required following a table."  # the chapter's own example, not accepted

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from kit.hidden import check
+from ragcourse.book.exercises import choose
 from ragcourse.chunking import chunk, chunk_corpus
 from ragcourse.corpus import load_corpus
 from ragcourse.evaluation import answers_destroyed
-from ragcourse.exercises import choose
 from ragcourse.groundtruth import load_questions
 
 HAND_BUILT = [

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from kit.hidden import check
+from ragcourse.book.exercises import choose
 from ragcourse.chunking import chunk_corpus
 from ragcourse.evaluation import answers_destroyed, evaluate, holm
-from ragcourse.exercises import choose
 from ragcourse.rerank import maxsim, rerank_rankings
 
 DEPTHS = (10, 25, 50)

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from kit.hidden import check
+from ragcourse.book.exercises import choose
 from ragcourse.evaluation import sweep
-from ragcourse.exercises import choose
 
 
 def _ex61_hits(ns):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from kit.hidden import check
+from ragcourse.book.exercises import choose
 from ragcourse.citations import (
     Citation,
     PdfPage,
@@ -14,7 +15,6 @@ from ragcourse.citations import (
     text_fragment_url,
     unsupported_sentences,
 )
-from ragcourse.exercises import choose
 
 
 @check("7.1", points=2)

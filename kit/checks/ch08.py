@@ -10,9 +10,9 @@ import pandas as pd
 
 from kit.hidden import check
 from ragcourse import index as ix
+from ragcourse.book.exercises import choose
 from ragcourse.corpus import sha256_file
 from ragcourse.evaluation import summarize
-from ragcourse.exercises import choose
 
 
 def _write(folder: Path, name: str, n_lines: int) -> Path:

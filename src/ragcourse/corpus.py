@@ -6,7 +6,7 @@ that splits a text at its ``## `` headings, skipping fenced code; the chunkers o
 too), `profile`, and two small helpers every chapter shares: `collapse` and `sha256_file`.
 
 Leaves out: building the corpus. Fetching the pinned docutils sdist, parsing it with docutils and
-rendering Markdown live in `ragcourse.corpus_build`, so that nothing imported at run time loads
+rendering Markdown live in `ragcourse.build.corpus`, so that nothing imported at run time loads
 docutils. Nothing here touches the network.
 
 Command line::
@@ -19,19 +19,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-#: Where committed data (ground truth, fingerprints) and built caches live.
-DATA_DIR = Path(os.environ.get("RAGCOURSE_DATA", Path(__file__).resolve().parents[2] / "data"))
-#: Where vectors and token matrices are cached; RAGCOURSE_CACHE moves it (nbval's older-CPU pass embeds afresh).
-CACHE_ROOT = Path(os.environ.get("RAGCOURSE_CACHE", DATA_DIR / "cache"))
+from .paths import CACHE_ROOT, DATA_DIR  # noqa: F401  (re-exported: chapters and tests import them from here)
+
 CORPUS_DIR = DATA_DIR / "corpus"
 LOCK_PATH = DATA_DIR / "corpus.lock.json"
-BUILD_COMMAND = "python -m ragcourse.corpus_build"
+BUILD_COMMAND = "python -m ragcourse.build.corpus"
 REBUILD_HINT = f"run `make corpus` (or `{BUILD_COMMAND}`)"
 
 #: The 13 files of the docutils sdist the corpus is made from, one document each.
@@ -243,7 +240,7 @@ def run_command(action) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m ragcourse.corpus check`: verify the built corpus (building is `ragcourse.corpus_build`)."""
+    """`python -m ragcourse.corpus check`: verify the built corpus (building is `ragcourse.build.corpus`)."""
     parser = argparse.ArgumentParser(prog="python -m ragcourse.corpus", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["check"])

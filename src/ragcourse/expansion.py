@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .bm25 import tokenize
 from .fusion import rrf
+from .paths import RESULTS_DIR
 from .pipeline import METHODS, Retriever, ranked_chunks
 
 EXPANSIONS = ("none", "clean", "feedback", "clean+feedback", "multi")
@@ -35,7 +36,7 @@ REWRITE_PROMPT = ("Rewrite this search query in four different ways, using other
                   "\n\nQuery: {query}")
 REWRITE_TOKENS = 48
 #: SmolLM2's stored rewrites, written by `python benchmarks/expansions.py`.
-REWRITES_FILE = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "expansions.json"
+REWRITES_FILE = RESULTS_DIR / "expansions.json"
 
 _GREETING = re.compile(r"^\s*(?:hi|hello|hey|dear|good (?:morning|afternoon|evening))\b[^.!?\n]{0,40}?[,.!:\n]\s*",
                        re.IGNORECASE)

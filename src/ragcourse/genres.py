@@ -6,7 +6,7 @@ the committed fingerprint in ``data/genres.lock.json``) and `genre_lock`. Each g
 `ragcourse.corpus.sections` splits them), small enough (100k-400k characters) to re-execute quickly.
 
 Leaves out: building them. Fetching the pinned package files, reading licences, docstrings, e-mails
-and wikitext live in `ragcourse.genres_build`, so nothing imported at run time loads
+and wikitext live in `ragcourse.build.genres`, so nothing imported at run time loads
 mwparserfromhell. Nothing here touches the network.
 
 Command line::
@@ -26,7 +26,7 @@ from .corpus import DATA_DIR, CorpusError, Document, document_sha256, fingerprin
 GENRES = ("legal", "api", "threads", "wiki")
 GENRES_DIR = DATA_DIR / "genres"
 GENRES_LOCK = DATA_DIR / "genres.lock.json"
-GENRES_BUILD_COMMAND = "python -m ragcourse.genres_build"
+GENRES_BUILD_COMMAND = "python -m ragcourse.build.genres"
 GENRES_HINT = f"run `make corpus` (or `{GENRES_BUILD_COMMAND}`)"
 
 

@@ -89,13 +89,3 @@ def rounded(value: Any, decimals: int = PUBLISHED) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(rounded(v, decimals) for v in value)
     return value
-
-
-def glue(name: str, value: Any, decimals: int = PUBLISHED, display: bool = False) -> None:
-    """Store `value`, rounded to `decimals` places, for the book's `{glue}` roles (myst-nb's glue).
-
-    Returns None, like myst-nb's glue, so a cell that ends with it shows no output.
-    """
-    from myst_nb import glue as myst_glue
-
-    myst_glue(name, rounded(value, decimals), display=display)

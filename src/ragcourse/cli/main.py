@@ -24,8 +24,8 @@ from pathlib import Path
 
 
 def _chunk(args: argparse.Namespace) -> int:
-    from .chunking import chunk
-    from .corpus import Document
+    from ..chunking import chunk
+    from ..corpus import Document
 
     path = Path(args.file)
     document = Document(id=path.stem, title=args.title or path.stem, text=path.read_text(encoding="utf-8"))
@@ -36,8 +36,8 @@ def _chunk(args: argparse.Namespace) -> int:
 
 def _reranked_hits(retriever, query: str, k: int, method: str, depth: int) -> list:
     """The first stage's top `depth` reranked by `default_reranker()`, cut to k; distances kept."""
-    from .dense import Hit
-    from .rerank import default_reranker, rerank
+    from ..dense import Hit
+    from ..rerank import default_reranker, rerank
 
     shortlist = retriever.retrieve(query, k=max(k, depth), method=method)
     distance = {h.chunk: h.distance for h in shortlist}
@@ -47,7 +47,7 @@ def _reranked_hits(retriever, query: str, k: int, method: str, depth: int) -> li
 
 def _search_hits(retriever, args: argparse.Namespace, query: str) -> tuple[list, str | None]:
     """The hits `search` shows for one query after --cut or --gate, and the refusal's message (None: answered)."""
-    from .gate import RECOMMENDED_GATE, NoAnswer, gate
+    from ..gate import RECOMMENDED_GATE, NoAnswer, gate
 
     if args.rerank:
         hits = _reranked_hits(retriever, query, args.k, args.method, args.depth)
@@ -63,25 +63,25 @@ def _search_hits(retriever, args: argparse.Namespace, query: str) -> tuple[list,
 
 def _gate_signals(retriever, query: str, k: int) -> dict[str, float]:
     """The signals `gate.RECOMMENDED_GATE` reads (chapter 6), measured on the dense top k; no reranker unless needed."""
-    from . import signals
-    from .gate import RECOMMENDED_GATE
+    from .. import signals
+    from ..gate import RECOMMENDED_GATE
 
     if set(RECOMMENDED_GATE.names) <= {"distance"}:
         return {"distance": signals.nearest_distance(retriever, query)}
-    from .rerank import default_reranker
+    from ..rerank import default_reranker
 
     return signals.measure(retriever, default_reranker(), query, k).as_dict()
 
 
 def _search(args: argparse.Namespace) -> int:
-    from .pipeline import build
+    from ..pipeline import build
 
     if (args.query is None) == (args.queries is None):
         raise ValueError("give either a QUERY or --queries FILE.jsonl, not both and not neither")
     if args.gate and args.cut is not None:
         raise ValueError(f"--gate and --cut={args.cut} both decide when to refuse: choose one")
     if args.queries is not None:
-        from .groundtruth import read_records
+        from ..groundtruth import read_records
 
         records = [r for _, r in read_records(Path(args.queries), ("id", "query"))]  # errors name the line
         retriever = build(args.strategy)
@@ -103,11 +103,11 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .corpus import load_corpus
-    from .evaluation import evaluate, summarize
+    from ..corpus import load_corpus
+    from ..evaluation import evaluate, summarize
+    from ..groundtruth import load_questions, queries
+    from ..pipeline import build
     from .folder import folder_queries, load_folder_questions
-    from .groundtruth import load_questions, queries
-    from .pipeline import build
 
     if args.engine_url and args.engine == "ragcourse":
         raise ValueError(f"--engine-url={args.engine_url!r} needs --engine qdrant (choices: ragcourse, qdrant)")
@@ -118,14 +118,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     retriever = build(args.strategy)
     ranker, label = retriever, f"{args.strategy}/{args.method}"
     if args.engine != "ragcourse":  # the same chunks, vectors and BM25 weights, searched by an engine
-        from .engines import connect
+        from ..engines import connect
 
         ranker = connect(args.engine, url=args.engine_url)
         ranker.index(retriever)
         label += f" on {args.engine}"
     rankings = ranker.rankings(qs, args.method)
     if args.rerank:
-        from .rerank import default_reranker, rerank_head
+        from ..rerank import default_reranker, rerank_head
 
         reranker = default_reranker()
         rankings = {q.id: rerank_head(reranker, q.text, rankings[q.id], args.depth) for q in qs}
@@ -136,8 +136,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _index(args: argparse.Namespace) -> int:
-    from .dense import load_embedder
-    from .index import ingest_folder
+    from ..dense import load_embedder
+    from ..index import ingest_folder
 
     embedder = load_embedder()
     report = ingest_folder(Path(args.folder), embed=embedder.encode, model_name=embedder.name,
@@ -148,8 +148,8 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from .dense import load_embedder
-    from .index import Index
+    from ..dense import load_embedder
+    from ..index import Index
 
     index = Index.load(Path(args.index))  # refused before the model loads, if it cannot be trusted
     embedder = load_embedder()
@@ -161,7 +161,7 @@ def _query(args: argparse.Namespace) -> int:
 
 def _count(name: str):
     """An argparse type for a count >= 1 (-k, --depth), checked by `dense.check_k`."""
-    from .dense import check_k
+    from ..dense import check_k
 
     def parse(value: str) -> int:
         try:
@@ -190,7 +190,8 @@ def _choice_list(name: str, valid) -> object:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from . import dense, report
+    from .. import dense
+    from . import report
     from .folder import load_folder_out_of_domain, load_folder_questions, read_folder
 
     corpus = read_folder(Path(args.docs_dir))
@@ -224,8 +225,8 @@ def _needles(args: argparse.Namespace) -> int:
 
 def _folder_commands(sub) -> None:
     """The `eval` and `needles` subcommands: the book's measurements on a folder of your own."""
-    from .chunking import STRATEGIES
-    from .pipeline import METHODS
+    from ..chunking import STRATEGIES
+    from ..pipeline import METHODS
 
     epilog = ("QUESTIONS.jsonl: one JSON object a line with id, needle, question and optional ticket and doc "
               "(a path relative to DOCS_DIR); each needle must occur exactly once in the folder. "
@@ -254,9 +255,9 @@ def _folder_commands(sub) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    from . import __version__
-    from .chunking import STRATEGIES
-    from .pipeline import METHODS
+    from .. import __version__
+    from ..chunking import STRATEGIES
+    from ..pipeline import METHODS
 
     p = argparse.ArgumentParser(prog="ragcourse", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"ragcourse {__version__}")

@@ -15,7 +15,9 @@ from datetime import date
 from importlib import metadata
 from pathlib import Path
 
-TIMINGS_FILE = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "timings.json"
+from ..paths import RESULTS_DIR
+
+TIMINGS_FILE = RESULTS_DIR / "timings.json"
 
 
 def cpu_model() -> str:
@@ -36,7 +38,7 @@ def machine() -> dict:
         pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         pages = 0
-    from . import models
+    from .. import models
 
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "memory_gib": round(pages / 2**30),
             "python": platform.python_version(), "torch_threads": models.TORCH_THREADS,

@@ -23,7 +23,7 @@ except the fetch step (urllib, pip, apt-get), once, at setup time.
 
 Command line::
 
-    python -m ragcourse.genres_build [--update-lock]   # fetch + build + write + verify
+    python -m ragcourse.build.genres [--update-lock]   # fetch + build + write + verify
 """
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
-from . import corpus_build
-from .corpus import CorpusError, Document, document_sha256, fingerprint, run_command, sha256_file
-from .corpus_build import SOURCES_DIR, _write_json, build_arguments, pip_download, profile_totals, write_corpus
-from .genres import GENRES, GENRES_BUILD_COMMAND, GENRES_DIR, GENRES_HINT, GENRES_LOCK, load_genre
+from ..corpus import CorpusError, Document, document_sha256, fingerprint, run_command, sha256_file
+from ..genres import GENRES, GENRES_BUILD_COMMAND, GENRES_DIR, GENRES_HINT, GENRES_LOCK, load_genre
+from . import corpus as corpus_build
+from .corpus import SOURCES_DIR, _write_json, build_arguments, pip_download, profile_totals, write_corpus
 
 GENRE_SOURCES_DIR = SOURCES_DIR / "genres"
 
@@ -454,7 +454,7 @@ def build_genres(update_lock: bool = False, out_dir: Path | None = None) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m ragcourse.genres_build [--update-lock]`: fetch, build, write and verify the genres."""
+    """`python -m ragcourse.build.genres [--update-lock]`: fetch, build, write and verify the genres."""
     args = build_arguments(GENRES_BUILD_COMMAND, __doc__, GENRES_LOCK, argv)
 
     def build() -> None:

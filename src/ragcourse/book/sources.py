@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-from ragcourse.precision import PUBLISHED, glue
+from ..paths import DATA_DIR
+from ..precision import PUBLISHED
+from .glue import glue
 
-FIGURES_FILE = Path(__file__).resolve().parents[2] / "data" / "source_figures.csv"
+FIGURES_FILE = DATA_DIR / "source_figures.csv"
 SOURCES = {"original": "the original chapter", "field": "the field report"}
 
 

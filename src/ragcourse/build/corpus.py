@@ -12,7 +12,7 @@ contents, link-target lists and docinfo front matter. Reading and verifying the 
 
 Command line::
 
-    python -m ragcourse.corpus_build [--update-lock]   # fetch + build + write + verify
+    python -m ragcourse.build.corpus [--update-lock]   # fetch + build + write + verify
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from docutils import nodes
 
-from .corpus import (
+from ..corpus import (
     BUILD_COMMAND,
     CORPUS_DIR,
     DATA_DIR,
@@ -574,7 +574,7 @@ def build_arguments(prog: str, doc: str, lock: Path, argv: list[str] | None) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m ragcourse.corpus_build [--update-lock]`: fetch, build, write and verify the corpus."""
+    """`python -m ragcourse.build.corpus [--update-lock]`: fetch, build, write and verify the corpus."""
     args = build_arguments(BUILD_COMMAND, __doc__, LOCK_PATH, argv)
     return run_command(lambda: _build(args.update_lock))
 

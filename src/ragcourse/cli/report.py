@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import pipeline
-from .corpus import profile
-from .dense import Embedder, top_hits
-from .evaluation import (
+from .. import pipeline
+from ..corpus import profile
+from ..dense import Embedder, top_hits
+from ..evaluation import (
     SWEEP_COLUMNS,
     answers_destroyed,
     compare,
@@ -42,9 +42,9 @@ from .evaluation import (
     verdict,
     with_interval,
 )
+from ..groundtruth import OutOfDomain, Question
+from ..precision import rounded
 from .folder import FolderCorpus, folder_queries
-from .groundtruth import OutOfDomain, Question
-from .precision import rounded
 
 KS = (1, 4, 8, 20)
 #: Chapter 6's cuts (cosine distance), then no threshold at all (written as null).
@@ -82,13 +82,13 @@ def _destroyed(retriever: pipeline.Retriever, questions: Sequence[Question]) -> 
 
 def _reranked(reranker, rankings: dict, qs: Sequence) -> dict:
     """Each ranking with its first 25 reranked (`rerank.rerank_head`), the rest in place."""
-    from .rerank import rerank_head
+    from ..rerank import rerank_head
 
     return {q.id: rerank_head(reranker, q.text, rankings[q.id]) for q in qs}
 
 
 def _default_reranker():
-    from . import rerank
+    from .. import rerank
 
     return rerank.default_reranker()
 
@@ -259,7 +259,7 @@ def _runs_table(runs: Sequence[dict]) -> pd.DataFrame:
 
 
 def _paired_table(paired: Sequence[dict]) -> pd.DataFrame:
-    from .evaluation import Paired
+    from ..evaluation import Paired
 
     rows = [{"run": _label(p), "against": _label(p["against"]), "metric": p["metric"],
              "wins": p["wins"], "losses": p["losses"], "p": f"{p['p']:.4f}",

@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .chunking import paragraph_spans, sentence_spans
-from .corpus import Document, collapse
-from .groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle, read_records
-from .index import MAX_BYTES, ExtractionError, _binary_kind
+from ..chunking import paragraph_spans, sentence_spans
+from ..corpus import Document, collapse
+from ..groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle, read_records
+from ..index import MAX_BYTES, ExtractionError, _binary_kind
 
 #: File types read as UTF-8 text, as HTML, and as PDF.
 TEXT_SUFFIXES = (".md", ".markdown", ".rst", ".txt")

@@ -104,8 +104,8 @@ def environment() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             found[name] = "missing"
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted(Path(__file__).parents[1].rglob("*.py")):
+        digest.update(path.relative_to(Path(__file__).parents[1]).as_posix().encode() + b"\0" + path.read_bytes())
     return {**found, "python": platform.python_version(), "ragcourse": digest.hexdigest()[:12]}
 
 
