@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from docutils import nodes
 
 from .corpus import collapse
+from .documents import fence
 
 #: docutils settings: no config files, no file/URL insertion, no raw, never halt, quiet.
 DOCUTILS_SETTINGS = {
@@ -131,17 +132,6 @@ def _section(node: nodes.section) -> list[str]:
         parent = parent.parent
     heading = "#" * min(level + 1, 6) + " " + _text(node[0])
     return [heading, *blocks(node)]
-
-
-def fence(content: str, info: str = "") -> str:
-    """Fence `content` verbatim, with a fence longer than any backtick run inside it.
-
-    >>> fence("x = 1", "python"), fence("```\\nx")
-    ('```python\\nx = 1\\n```', '````\\n```\\nx\\n````')
-    """
-    longest = max((len(run) for run in re.findall(r"`{3,}", content)), default=0)
-    mark = "`" * max(3, longest + 1)
-    return f"{mark}{info}\n{content}\n{mark}"
 
 
 def _literal_block(node: nodes.literal_block) -> list[str]:
