@@ -252,7 +252,7 @@ def _eval(args: argparse.Namespace) -> int:
                         _reranker_factory(cache))
     progress = _Progress()
     results, runs = measure(corpus, questions, ood, settings, dense.load_embedder(cache / "embeddings"),
-                            progress=progress, bar=progress.on or None)
+                            progress=progress, bar=progress.on)  # a bar on a terminal only
     progress.done()
     written = report.write(results, runs, out)
     _print_outcome(results, corpus, questions, written, cache)
