@@ -261,8 +261,10 @@ def test_help_is_in_the_usual_form(capsys):
     assert stop.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: ragcourse eval [-h] --questions QUESTIONS.jsonl")
-    for option in ("--out-of-domain OOD.jsonl", "--strategies", "--methods", "--rerank", "--out OUTDIR"):
+    for option in ("--out-of-domain OOD.jsonl", "--strategies", "--methods", "--rerank", "--out OUTDIR",
+                   "--k K,K,...", "--baseline RUN", "--cache-dir DIR"):
         assert option in out
+    assert "$RAGCOURSE_CACHE, else your user cache folder" in " ".join(out.split())  # where the cache goes
 
 
 # ---------------------------------------------------------------- cache corruption

@@ -322,6 +322,19 @@ def _folder_commands(sub) -> None:
     v.add_argument("--methods", type=_choice_list("methods", METHODS), default=list(METHODS),
                    help=f"comma-separated retrieval methods from {','.join(METHODS)} (default all)")
     v.add_argument("--rerank", action="store_true", help="also run each with the default reranker (chapter 5)")
+    _eval_options(v)
+    n = sub.add_parser("needles", help="print a questions template (JSONL): candidate needles to write questions for",
+                       description="Print up to N sentences of DOCS_DIR that occur exactly once and outside "
+                                   "headings, spread over the folder, as question records whose 'question' "
+                                   "(required) and 'ticket' (optional) are blank: fill them in, and "
+                                   "`ragcourse eval --questions` accepts the file.")
+    n.add_argument("docs_dir", metavar="DOCS_DIR")
+    n.add_argument("--n", type=_count("n"), default=50, help="how many candidates (default 50)")
+    n.set_defaults(run=_needles)
+
+
+def _eval_options(v) -> None:
+    """`eval`'s cut-offs, baseline, cache and output folder."""
     v.add_argument("--k", type=_ks, default=[1, 4, 8, 20], metavar="K,K,...",
                    help="cut-offs for recall@k and nDCG@k (default 1,4,8,20); the largest is where a question "
                         "counts as missed")
@@ -334,14 +347,6 @@ def _folder_commands(sub) -> None:
     v.add_argument("--out", required=True, metavar="OUTDIR",
                    help="a new or empty folder outside DOCS_DIR (or one an earlier eval wrote): the report goes here")
     v.set_defaults(run=_eval)
-    n = sub.add_parser("needles", help="print a questions template (JSONL): candidate needles to write questions for",
-                       description="Print up to N sentences of DOCS_DIR that occur exactly once and outside "
-                                   "headings, spread over the folder, as question records whose 'question' "
-                                   "(required) and 'ticket' (optional) are blank: fill them in, and "
-                                   "`ragcourse eval --questions` accepts the file.")
-    n.add_argument("docs_dir", metavar="DOCS_DIR")
-    n.add_argument("--n", type=_count("n"), default=50, help="how many candidates (default 50)")
-    n.set_defaults(run=_needles)
 
 
 def parser() -> argparse.ArgumentParser:
