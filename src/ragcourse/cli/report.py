@@ -294,7 +294,8 @@ def render(results: dict) -> str:
              f"<style>{_STYLE}</style></head><body><h1>ragcourse eval report</h1>", *_corpus_section(c),
              "<h2 id='runs'>Runs</h2><p class='note'>Recall@k with its 95 % t interval over questions (a question's "
              "two phrasings are not independent), clipped to [0, 1]; nDCG (binary relevance) and MRR over "
-             "queries; median ranking time per query (the query's embedding excluded).</p>",
+             "queries; median time to rank one query, reranking included (embeddings excluded: the query's, "
+             "and for late interaction its token vectors, are computed beforehand).</p>",
              _table(_runs_table(runs, ks))]
     if any(run["by_phrasing"] for run in runs):
         parts += ["<h2 id='phrasing'>By phrasing</h2><p class='note'>The same runs, documentation phrasing and "

@@ -168,12 +168,15 @@ def _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed) 
     return runs
 
 
-def _warm(reranker, chunks: Sequence[Chunk], query: str) -> None:
-    """Load the reranker and, for late interaction, every chunk's token vectors, so latencies are per query."""
+def _warm(reranker, chunks: Sequence[Chunk], qs: Sequence[Query]) -> None:
+    """Load the reranker and, for late interaction, every chunk's and query's token vectors (embeddings, as the
+    first stage's are), so a reranked run's latency is the reranking itself, the same in every run."""
     if hasattr(reranker, "passage_tokens"):
         reranker.passage_tokens([getattr(c, getattr(reranker, "use", "text")) for c in chunks])
+        for q in qs:
+            reranker.query_tokens(q.text)
     else:
-        reranker.score(query, [chunks[0].text])
+        reranker.score(qs[0].text, [chunks[0].text])
 
 
 def _query_vectors(embedder: Embedder, texts: dict[str, str]) -> dict:
@@ -197,7 +200,7 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
         destroyed = _destroyed(retriever, questions)
         if reranker is not None and retriever.chunks:
             progress(f"strategy {strategy}: preparing the reranker")
-            _warm(reranker, retriever.chunks, qs[0].text)
+            _warm(reranker, retriever.chunks, qs)
         for method in settings.methods:
             progress(f"{strategy}/{method}: ranking {len(qs)} queries" + (" and reranking" if reranker else ""))
             runs += _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed)
