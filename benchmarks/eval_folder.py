@@ -3,8 +3,9 @@
 The folder is the course corpus cut into 1,000 Markdown files at paragraph boundaries (each file
 titled `<document title> (part i)`), written to a temporary folder and never kept; the questions
 are the original chapter's 32 (64 queries), without `doc`, so `eval` finds each needle's file
-itself. Both runs are separate processes sharing one fresh cache folder (RAGCOURSE_CACHE), so the
-cold run embeds every chunk and the second embeds none. Run it on a quiet machine:
+itself. Both runs are separate processes sharing one fresh cache folder (`--cache-dir`), so the
+cold run embeds every chunk and the second embeds none; their results.json agree except for the
+measured per-query latencies, whose medians the record keeps. Run it on a quiet machine:
 
     python benchmarks/eval_folder.py [--files 1000] [--out benchmarks/results/eval_folder.json]
 
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from ragcourse.book.timings import machine
 from ragcourse.chunking import paragraph_spans
+from ragcourse.cli.runs import without_latency
 from ragcourse.corpus import load_corpus
 from ragcourse.groundtruth import load_questions
 
@@ -60,10 +62,10 @@ def timed_eval(docs: Path, questions: Path, out: Path, cache: Path) -> tuple[flo
 
     CPU seconds (user + system, all threads) stretch far less than wall-clock ones on a loaded machine.
     """
-    env = dict(os.environ, RAGCOURSE_CACHE=str(cache), RAGCOURSE_PROGRESS="0")
+    env = dict(os.environ, RAGCOURSE_PROGRESS="0")
     started, cpu = time.perf_counter(), _child_cpu()
-    subprocess.run([sys.executable, "-m", "ragcourse.cli", "eval", str(docs), "--questions", str(questions),
-                    "--out", str(out)], check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-m", "ragcourse", "eval", str(docs), "--questions", str(questions),
+                    "--cache-dir", str(cache), "--out", str(out)], check=True, env=env, stdout=subprocess.DEVNULL)
     return time.perf_counter() - started, _child_cpu() - cpu
 
 
@@ -84,14 +86,17 @@ def main(argv: list[str] | None = None) -> int:
         warm = timed_eval(root / "docs", questions, root / "warm", root / "cache")
         load_after = os.getloadavg()
         results = json.loads((root / "cold" / "results.json").read_text(encoding="utf-8"))
-        same = results == json.loads((root / "warm" / "results.json").read_text(encoding="utf-8"))
+        warm_results = json.loads((root / "warm" / "results.json").read_text(encoding="utf-8"))
+        latency = {r["label"]: r["latency_ms"]["median"] for r in warm_results["runs"]}
+        same = without_latency(results) == without_latency(warm_results)
     record = {"files": files, "documents": results["corpus"]["documents"], "failed": len(results["corpus"]["failed"]),
               "characters": results["corpus"]["characters"], "queries": results["runs"][0]["queries"],
               "runs": [f"{r['strategy']}/{r['method']}" for r in results["runs"]],
               "cold_seconds": round(cold[0], 1), "warm_seconds": round(warm[0], 1),
               "speedup": round(cold[0] / warm[0], 1), "cold_cpu_seconds": round(cold[1], 1),
               "warm_cpu_seconds": round(warm[1], 1), "cpu_speedup": round(cold[1] / warm[1], 1),
-              "same_results": same, "load_average_before": [round(x, 2) for x in load_before],
+              "same_results": same, "median_ms_per_query_warm": latency,
+              "load_average_before": [round(x, 2) for x in load_before],
               "load_average_after": [round(x, 2) for x in load_after], "machine": machine()}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

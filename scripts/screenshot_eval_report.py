@@ -23,7 +23,7 @@ from PIL import Image  # noqa: E402
 
 from ragcourse.cli import main as cli  # noqa: E402
 from ragcourse.cli.folder import export_corpus  # noqa: E402
-from ragcourse.corpus import load_corpus  # noqa: E402
+from ragcourse.corpus import CACHE_ROOT, load_corpus  # noqa: E402
 from ragcourse.groundtruth import OUT_OF_DOMAIN_FILE, load_questions  # noqa: E402
 
 
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
                                      for q in load_questions(corpus=corpus, subset="original")), encoding="utf-8")
         status = cli(["eval", str(root / "my-docs"), "--questions", str(questions), "--out-of-domain",
                       str(OUT_OF_DOMAIN_FILE), "--strategies", "C,E", "--methods", "dense,hybrid",
-                      "--out", str(root / "report")])
+                      "--cache-dir", str(CACHE_ROOT), "--out", str(root / "report")])  # the chapters' vectors
         if status:
             return status
         page = load_page(root / "report" / "report.html", root / "full.png")

@@ -65,7 +65,7 @@ def test_index_and_query_a_folder_with_a_broken_file(tmp_path, capsys):
     (docs / "b.txt").write_bytes(b"caf\xe9")
     assert main(["index", str(docs), "--out", str(tmp_path / "idx")]) == 1  # a failure is reported, not hidden
     out = capsys.readouterr().out
-    assert "1 indexed, 1 failed" in out and "b.txt: not UTF-8" in out
+    assert "1 indexed, 1 failed" in out and "b.txt: undecodable: not UTF-8" in out
     assert main(["query", str(tmp_path / "idx"), "where do I pitch a tent", "-k", "1"]) == 0
     assert "a.md  #char=10,56" in capsys.readouterr().out
 

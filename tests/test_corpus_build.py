@@ -103,7 +103,7 @@ def test_lock_matches_a_fresh_build(fresh):
 
 
 def test_deterministic_across_hash_seeds(sdist, fresh):
-    code = ("import sys; from ragcourse import corpus, corpus_build; "
+    code = ("import sys; from ragcourse import corpus; from ragcourse.build import corpus as corpus_build; "
             "print(corpus.fingerprint(corpus_build.build_documents(sys.argv[1])))")
     prints = set()
     for seed in ("0", "12345"):

@@ -14,10 +14,11 @@ import warnings
 import numpy as np
 import pytest
 
-from ragcourse import dense
+from ragcourse import dense, documents
 from ragcourse.cli import folder, main, report
 from ragcourse.cli.folder import load_folder_questions, read_document, read_folder
-from ragcourse.corpus import Document
+from ragcourse.cli.runs import without_latency
+from ragcourse.corpus import CACHE_ROOT, Document
 from ragcourse.groundtruth import GroundTruthError
 from ragcourse.index import ExtractionError
 
@@ -102,21 +103,21 @@ EXPECTED_FAILED = {
     "latin1.md": "undecodable: not UTF-8, byte 0xe9 at offset 3",
     "locked.md": "unreadable: Permission denied",
     "picture.md": "binary content (PNG image)",
-    "table.csv": "unsupported type '.csv'",
 }
+NOT_DOCUMENTS = ["table.csv"]  # skipped quietly: counted and listed, never FAILED
 
 
 @pytest.fixture
 def denied(monkeypatch):
     """Tests run as root, where chmod 000 does not stop a read: simulate the denied read instead."""
-    real = folder._read_bytes
+    real = documents._read_bytes
 
     def read(path):
         if path.name == "locked.md":
             raise PermissionError(13, "Permission denied", str(path))
         return real(path)
 
-    monkeypatch.setattr(folder, "_read_bytes", read)
+    monkeypatch.setattr(documents, "_read_bytes", read)
 
 
 @pytest.fixture
@@ -134,7 +135,8 @@ def test_every_file_is_read_or_listed_as_failed_with_its_reason(docs):
     assert sorted(failed) == sorted(EXPECTED_FAILED)
     for path, reason in EXPECTED_FAILED.items():
         assert failed[path].startswith(reason), (path, failed[path])
-    assert len(ids) + len(failed) == sum(1 for p in docs.rglob("*") if p.is_file())
+    assert list(corpus.skipped) == NOT_DOCUMENTS
+    assert len(ids) + len(failed) + len(corpus.skipped) == sum(1 for p in docs.rglob("*") if p.is_file())
 
 
 def test_titles_come_from_the_first_heading_or_the_file_name(docs):
@@ -164,7 +166,8 @@ def test_a_file_over_the_limit_is_listed_as_too_large(tmp_path):
     (tmp_path / "big.md").write_text("word " * 100, encoding="utf-8")
     corpus = read_folder(tmp_path, max_bytes=100)
     assert [(f.path, f.reason) for f in corpus.failed] == [("big.md", "too large: 500 bytes > limit of 100 bytes")]
-    with pytest.raises(ExtractionError, match="unsupported type '.docx'"):
+    (tmp_path / "x.docx").write_bytes(b"PK\x03\x04")
+    with pytest.raises(ExtractionError, match="not a document: unsupported type '.docx'"):
         read_document(tmp_path / "x.docx", "x.docx")
 
 
@@ -258,8 +261,10 @@ def test_help_is_in_the_usual_form(capsys):
     assert stop.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: ragcourse eval [-h] --questions QUESTIONS.jsonl")
-    for option in ("--out-of-domain OOD.jsonl", "--strategies", "--methods", "--rerank", "--out OUTDIR"):
+    for option in ("--out-of-domain OOD.jsonl", "--strategies", "--methods", "--rerank", "--out OUTDIR",
+                   "--k K,K,...", "--baseline RUN", "--cache-dir DIR"):
         assert option in out
+    assert "$RAGCOURSE_CACHE, else your user cache folder" in " ".join(out.split())  # where the cache goes
 
 
 # ---------------------------------------------------------------- cache corruption
@@ -346,8 +351,8 @@ def private_cache(monkeypatch, root):
     record of how many texts each `Embedder.encode` call had to embed."""
     from ragcourse import rerank
 
-    monkeypatch.setattr(dense, "CACHE_DIR", root / "cache")
-    monkeypatch.setattr(rerank, "default_reranker", lambda: rerank.LateInteractionReranker(cache_dir=None))
+    monkeypatch.setattr(dense, "CACHE_DIR", root / "unused")  # eval takes --cache-dir, never the course's cache
+    monkeypatch.setattr(rerank, "TOKENS_DIR", root / "unused")
     embedded = []
     real = dense.Embedder.encode
 
@@ -370,15 +375,16 @@ def evaluated(tmp_path_factory):
     """One end-to-end run on the mixed folder (two strategies, two methods, rerank, a sweep), shared."""
     root = tmp_path_factory.mktemp("eval")
     with pytest.MonkeyPatch.context() as monkeypatch:
-        real = folder._read_bytes
-        monkeypatch.setattr(folder, "_read_bytes", lambda p: deny(p) if p.name == "locked.md" else real(p))
+        real = documents._read_bytes
+        monkeypatch.setattr(documents, "_read_bytes", lambda p: deny(p) if p.name == "locked.md" else real(p))
         docs = make_folder(root / "docs")
         questions, ood = root / "q.jsonl", root / "ood.jsonl"
         questions.write_bytes(questions_text(crlf=True, bom=True).encode("utf-8"))
         ood.write_text("\n".join(json.dumps(o) for o in OOD) + "\n", encoding="utf-8")
         embedded = private_cache(monkeypatch, root)
         argv = ["eval", str(docs), "--questions", str(questions), "--out-of-domain", str(ood),
-                "--strategies", "A,E", "--methods", "dense,hybrid", "--rerank", "--out", str(root / "out")]
+                "--strategies", "A,E", "--methods", "dense,hybrid", "--rerank", "--cache-dir", str(root / "cache"),
+                "--out", str(root / "out")]
         assert main(argv) == 0
         first = list(embedded)
         embedded.clear()
@@ -394,17 +400,23 @@ def deny(path):
 def test_eval_writes_results_json_as_specified(evaluated):
     out = evaluated[1] / "out"
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert list(results) == ["corpus", "runs", "paired", "sweep"]
+    assert list(results) == ["corpus", "ks", "runs", "paired", "sweep"]
+    assert results["ks"] == [1, 4, 8, 20]
     corpus = results["corpus"]
-    assert list(corpus) == ["documents", "characters", "sections", "failed"]
+    assert list(corpus) == ["documents", "characters", "sections", "failed", "skipped"]
     assert corpus["documents"] == 5 and corpus["sections"] == 3  # Tents, Stoves (md); Snacks (html)
     assert {f["path"] for f in corpus["failed"]} == set(EXPECTED_FAILED)
+    assert corpus["skipped"] == NOT_DOCUMENTS
     runs = results["runs"]
     assert [(r["strategy"], r["method"], r["rerank"]) for r in runs] == [
         (s, m, r) for s in "AE" for m in ("dense", "hybrid") for r in (False, True)]
     for run in runs:
-        assert list(run) == ["strategy", "method", "rerank", "queries", "recall", "recall_interval", "mrr",
-                             "answers_destroyed"]
+        assert list(run) == ["strategy", "method", "rerank", "label", "queries", "recall", "ndcg", "mrr",
+                             "recall_interval", "by_phrasing", "latency_ms", "answers_destroyed", "per_query"]
+        assert [d["query"] for d in run["per_query"]] == [
+            "tents/doc", "tents/ticket", "stove/doc", "water/doc", "water/ticket", "knot/doc", "snack/doc",
+            "contour/doc", "contour/ticket"]
+        assert run["by_phrasing"]["doc"]["queries"] == 6 and run["by_phrasing"]["ticket"]["queries"] == 3
         assert run["queries"] == 9  # 6 questions, 3 of them with a ticket
         assert list(run["recall"]) == list(run["recall_interval"]) == ["1", "4", "8", "20"]
         values = [run["recall"][k] for k in ("1", "4", "8", "20")]
@@ -413,9 +425,12 @@ def test_eval_writes_results_json_as_specified(evaluated):
             assert 0 <= low <= run["recall"][k] <= high <= 1  # a share's interval, clipped to [0, 1]
         assert all(v == round(v, 3) for v in [*values, run["mrr"]])
     assert runs[0]["answers_destroyed"] == runs[1]["answers_destroyed"]  # same chunks, same strategy
-    assert len(results["paired"]) == (len(runs) - 1) * 5
+    # each run against the first, and A/hybrid+rerank, E/dense+rerank, E/hybrid+rerank against their first stage
+    assert len(results["paired"]) == (len(runs) - 1 + 3) * 5
+    pairs = {(p["label"], p["against"]["label"]) for p in results["paired"]}
+    assert {(r["label"], "A/dense") for r in runs[1:]} | {
+        ("A/hybrid+rerank", "A/hybrid"), ("E/dense+rerank", "E/dense"), ("E/hybrid+rerank", "E/hybrid")} == pairs
     for p in results["paired"]:
-        assert p["against"] == {"strategy": "A", "method": "dense", "rerank": False}
         assert p["wins"] + p["losses"] <= 6 and 0 <= p["p"] <= 1  # over 6 questions
     sweep = results["sweep"]
     assert len(sweep) == 4 * len(report.CUTS)  # A and E, dense and hybrid; reranked runs have no sweep
@@ -447,7 +462,9 @@ def test_a_second_run_embeds_nothing_and_gives_the_same_json(evaluated):
     _, root, first, second = evaluated
     assert sum(first) > 0
     assert second and sum(second) == 0  # every chunk vector came from the shared cache
-    assert (root / "again" / "results.json").read_text() == (root / "out" / "results.json").read_text()
+    again, out = (json.loads((root / name / "results.json").read_text()) for name in ("again", "out"))
+    assert without_latency(again) == without_latency(out)
+    assert (root / "cache" / "embeddings").is_dir()  # the cache went where --cache-dir said
 
 
 def test_a_second_run_without_rerank_never_loads_the_model(evaluated, monkeypatch):
@@ -456,17 +473,18 @@ def test_a_second_run_without_rerank_never_loads_the_model(evaluated, monkeypatc
 
     argv, root, _, _ = evaluated
     monkeypatch.setattr(models, "load_embedder", lambda: pytest.fail("the embedder was loaded"))
-    assert main(argv[:4] + ["--strategies", "A,E", "--methods", "dense,hybrid",
+    assert main(argv[:4] + ["--strategies", "A,E", "--methods", "dense,hybrid", "--cache-dir", str(root / "cache"),
                             "--out", str(root / "warm")]) == 0
-    runs = json.loads((root / "warm" / "results.json").read_text())["runs"]
-    first = [r for r in json.loads((root / "out" / "results.json").read_text())["runs"] if not r["rerank"]]
+    runs = without_latency(json.loads((root / "warm" / "results.json").read_text()))["runs"]
+    first = [r for r in without_latency(json.loads((root / "out" / "results.json").read_text()))["runs"]
+             if not r["rerank"]]
     assert runs == first
 
 
 def test_report_html_is_self_contained(evaluated):
     out = evaluated[1] / "out"
     page = (out / "report.html").read_text(encoding="utf-8")
-    for section in ("corpus", "runs", "recall", "paired", "destroyed", "sweep"):
+    for section in ("corpus", "runs", "phrasing", "missed", "recall", "paired", "destroyed", "sweep"):
         assert f"id='{section}'" in page
     assert "latin1.md" in page and "Permission denied" in page  # failures are listed
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "a reference to another host"
@@ -524,7 +542,8 @@ def book_runs(tmp_path_factory, corpus):
                                             "question": q.question, "ticket": q.ticket}) + "\n"
                                 for q in load_questions(corpus=corpus, subset=subset)), encoding="utf-8")
         assert main(["eval", str(root / "docs"), "--questions", str(path), "--strategies", "E",
-                     "--methods", "dense,bm25,hybrid", "--out", str(root / subset)]) == 0
+                     "--methods", "dense,bm25,hybrid", "--cache-dir", str(CACHE_ROOT),  # the chapters' vectors
+                     "--out", str(root / subset)]) == 0
         runs = json.loads((root / subset / "results.json").read_text(encoding="utf-8"))["runs"]
         out[subset] = {r["method"]: r for r in runs}
     return root, out
@@ -559,12 +578,15 @@ def test_strategy_e_equals_chapters_3_and_4(book_runs, subset):
 
 
 def test_a_single_run_without_out_of_domain_queries_still_renders():
-    run = {"strategy": "E", "method": "dense", "rerank": False, "queries": 4,
-           "recall": {"1": 0.25, "4": 0.5, "8": 0.75, "20": 1.0},
+    query = {"query": "q1/doc", "question": "q1", "phrasing": "doc", "text": "where?", "doc": "d.md", "rank": 1,
+             "latency_ms": 0.1, "needle_chunk": None, "first": None}
+    run = {"strategy": "E", "method": "dense", "rerank": False, "label": "E/dense", "queries": 4,
+           "recall": {"1": 0.25, "4": 0.5, "8": 0.75, "20": 1.0}, "ndcg": {"1": 0.25, "4": 0.4, "8": 0.5, "20": 0.6},
            "recall_interval": {"1": [0.0, 0.5], "4": [0.2, 0.8], "8": [0.5, 1.0], "20": [1.0, 1.0]},
-           "mrr": 0.5, "answers_destroyed": ["q2"]}
-    results = {"corpus": {"documents": 1, "characters": 10, "sections": 0, "failed": []},
-               "runs": [run], "paired": [], "sweep": []}
+           "mrr": 0.5, "by_phrasing": {}, "latency_ms": {"median": 0.1, "p95": 0.2}, "answers_destroyed": ["q2"],
+           "per_query": [query]}
+    results = {"corpus": {"documents": 1, "characters": 10, "sections": 0, "failed": [], "skipped": []},
+               "ks": [1, 4, 8, 20], "runs": [run], "paired": [], "sweep": []}
     page = report.render(results)
     assert "Only one run: nothing to pair." in page and "no sweep" in page
     assert page.count("data:image/png;base64,") == 1  # the recall plot, and no sweep plot

@@ -11,10 +11,10 @@ Three production rules from the book, in code:
 - the indexer writes each chunk count itself, from what it stored; a count a client claims is
   only compared against it, and `load` refuses a manifest whose counts disagree with the vectors.
 
-Leaves out: PDF/HTML/Office extraction (only UTF-8 .md/.markdown/.rst/.txt are read, as plain
-text), approximate nearest-neighbour search (an exact scan), concurrent writers, and deletion of
-documents that vanished from the folder. Every file under the folder is an input, so keep
-the saved index itself outside it.
+Files are read by `ragcourse.documents`, the reader `ragcourse chunk` and `ragcourse eval` use too
+(Markdown, reStructuredText, HTML, PDF, plain text); files of other types are not documents and are
+not attempted. Leaves out: approximate nearest-neighbour search (an exact scan), concurrent writers,
+and deletion of documents that vanished from the folder. Keep the saved index itself outside the folder.
 """
 
 from __future__ import annotations
@@ -33,23 +33,14 @@ import pandas as pd
 from .chunking import PIPELINE_VERSION, Chunk, chunk, strategy_for
 from .corpus import Document, sha256_file
 from .dense import Hit, check_k, cosine_distances, top_hits
+from .documents import MAX_BYTES, READER_VERSION, ExtractionError, read_document, walk
 
-#: Bump whenever `extract` turns the same bytes into different text.
-EXTRACTOR_VERSION = "plaintext-1"
-#: File types the extractor reads (as UTF-8 text; Markdown and reStructuredText are not parsed).
-TEXT_SUFFIXES = (".markdown", ".md", ".rst", ".txt")
-#: Default size limit per file, in bytes.
-MAX_BYTES = 2_000_000
+#: The reader's version (`documents.READER_VERSION`): bumped whenever `extract` turns the same bytes into other text.
+EXTRACTOR_VERSION = READER_VERSION
 STATUSES = ("indexed", "failed")
 MANIFEST, VECTORS, FORMAT = "manifest.json", "vectors.npy", 1
-_SIGNATURES = {b"\x89PNG\r\n\x1a\n": "PNG image", b"%PDF-": "PDF", b"PK\x03\x04": "ZIP archive",
-               b"\xff\xd8\xff": "JPEG image", b"GIF8": "GIF image", b"\x7fELF": "executable"}
 
 Embed = Callable[[list[str]], np.ndarray]
-
-
-class ExtractionError(ValueError):
-    """A file could not be turned into text; the message is the reason recorded for it."""
 
 
 class IndexFormatError(ValueError):
@@ -100,39 +91,9 @@ class CountDiscrepancy:
     stored: int
 
 
-def _binary_kind(raw: bytes) -> str | None:
-    """'PNG image' for PNG bytes, 'NUL bytes' for other binary data, None for text-like bytes."""
-    for magic, kind in _SIGNATURES.items():
-        if raw.startswith(magic):
-            return kind
-    return "NUL bytes" if b"\x00" in raw[:8192] else None
-
-
 def extract(path: Path, doc_id: str, max_bytes: int = MAX_BYTES) -> Document:
-    """Read one file as a Document titled by its first `# ` heading (else the file name without its suffix),
-    or raise ExtractionError with the reason."""
-    suffix = path.suffix.lower()
-    if suffix not in TEXT_SUFFIXES:
-        raise ExtractionError(f"unsupported type {suffix or '(no suffix)'!r}; "
-                              f"supported: {', '.join(TEXT_SUFFIXES)}")
-    size = path.stat().st_size
-    if size == 0:
-        raise ExtractionError("empty file (0 bytes)")
-    if size > max_bytes:
-        raise ExtractionError(f"oversize: {size} bytes > limit of {max_bytes} bytes")
-    raw = path.read_bytes()
-    kind = _binary_kind(raw)
-    if kind is not None:
-        raise ExtractionError(f"binary content ({kind}), not text")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise ExtractionError(f"not UTF-8: byte 0x{raw[err.start]:02x} at offset "
-                              f"{err.start}") from err
-    if not text.strip():
-        raise ExtractionError(f"no text: {size} bytes of whitespace only")
-    title = next((ln[2:].strip() for ln in text.splitlines() if ln.startswith("# ")), path.stem)
-    return Document(id=doc_id, title=title or path.stem, text=text)
+    """Read one file with the one reader (`documents.read_document`), or raise ExtractionError with the reason."""
+    return read_document(path, doc_id, max_bytes)
 
 
 def _unit_rows(vectors: np.ndarray, n: int, dim: int) -> np.ndarray:
@@ -342,7 +303,7 @@ def _embed_chunks(embed: Embed, chunks: Sequence[Chunk], dim: int) -> np.ndarray
 def _sha256(path: Path) -> str:
     """The file's sha256, or "" when it cannot be read (the attempt then records why)."""
     try:
-        return sha256_file(path)
+        return sha256_file(path) if path.is_file() else ""  # never open a named pipe or a folder
     except OSError:
         return ""
 
@@ -416,12 +377,12 @@ def ingest_folder(folder: str | Path, *, embed: Embed, model_name: str, dim: int
                   strategy: str = "E", max_bytes: int = MAX_BYTES,
                   claimed_counts: Mapping[str, int] | None = None,
                   index: Index | None = None) -> IngestReport:
-    """Index every file under `folder` (recursively) into `index` (default: a new one); each file is in the report.
+    """Index every document under `folder` (`documents.walk`) into `index` (default: a new one); each is in the report.
     `embed(texts)` returns (len(texts), dim); `claimed_counts` (doc id -> chunks a client declared) are compared."""
     root = Path(folder)
     if not root.is_dir():
         raise ValueError(f"folder {str(root)!r} is not a directory")
-    doc_ids = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*")) if p.is_file()]
+    doc_ids = walk(root).attempted  # documents, and links out, loops, pipes, unreadable folders (they fail)
     return reindex(index or Index.empty(dim), root, doc_ids, embed=embed, model_name=model_name,
                    dim=dim, strategy=strategy, max_bytes=max_bytes,
                    claimed_counts=claimed_counts)

@@ -1,8 +1,8 @@
 """Building the corpus: the pinned docutils sdist rendered to Markdown (chapter 1; setup time only).
 
 Implements: fetching and pinning the docutils sdist (`pip_download`, `fetch_sdist`), parsing the
-13 files of `ragcourse.corpus.SOURCE_FILES` with docutils' own parser, walking each doctree into
-plain Markdown (one paragraph per line, fenced code, pipe tables, ``$$`` math), and writing the
+13 files of `ragcourse.corpus.SOURCE_FILES` with docutils' own parser and walking each doctree into
+plain Markdown (`ragcourse.rst`, which also reads a reader's own ``.rst`` files), and writing the
 result to ``DATA_DIR/corpus/`` with its manifest (and, for maintainers, the lock).
 
 Leaves out: images (only captions survive), raw HTML, the header/footer navigation, tables of
@@ -18,18 +18,13 @@ Command line::
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import re
 import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
-
-from docutils import nodes
 
 from ..corpus import (
     BUILD_COMMAND,
@@ -40,7 +35,6 @@ from ..corpus import (
     SOURCE_FILES,
     CorpusError,
     Document,
-    collapse,
     doc_id,
     document_sha256,
     fingerprint,
@@ -49,6 +43,7 @@ from ..corpus import (
     run_command,
     sha256_file,
 )
+from ..rst import DOCUTILS_SETTINGS, parse, render_document  # noqa: F401  (DOCUTILS_SETTINGS: chapter 1 shows it)
 
 SDIST_NAME = "docutils"
 SDIST_VERSION = "0.22.2"
@@ -56,20 +51,6 @@ SDIST_SHA256 = "9fdb771707c8784c8f2728b67cb2c691305933d68137ef95a75db5f4dfbc213d
 SDIST_FILENAME = f"{SDIST_NAME}-{SDIST_VERSION}.tar.gz"
 S5DEFS_PATH = "docutils/parsers/rst/include/s5defs.txt"
 SOURCES_DIR = DATA_DIR / "sources"
-
-#: docutils settings: no config files, no file/URL insertion, no raw, never halt, quiet.
-DOCUTILS_SETTINGS = {
-    "_disable_config": True,
-    "halt_level": 5,
-    "report_level": 2,
-    "file_insertion_enabled": False,
-    "raw_enabled": False,
-    "language_code": "en",
-    "smart_quotes": False,
-    "syntax_highlight": "none",
-    "sectnum_xform": False,
-    "strip_comments": True,
-}
 
 
 def check_sha256(path: Path, expected: str, what: str, hint: str = REBUILD_HINT) -> Path:
@@ -139,362 +120,6 @@ def preprocess(source: str, s5defs: str) -> str:
     """
     source = _RELATIVE_INCLUDE.sub("", source)
     return _S5DEFS_INCLUDE.sub(lambda _: s5defs.rstrip("\n"), source)
-
-
-@contextlib.contextmanager
-def _isolated_registries() -> Iterator[None]:
-    """Restore docutils' global role/directive tables after a parse (role/default-role leak)."""
-    from docutils.parsers.rst import directives, roles
-
-    saved_roles, saved_directives = dict(roles._roles), dict(directives._directives)
-    try:
-        yield
-    finally:
-        roles._roles.clear()
-        roles._roles.update(saved_roles)
-        directives._directives.clear()
-        directives._directives.update(saved_directives)
-
-
-def parse(source: str, source_path: str):
-    """Parse reStructuredText into a docutils doctree with the offline, quiet settings."""
-    from docutils.core import publish_doctree
-
-    settings = dict(DOCUTILS_SETTINGS, warning_stream=io.StringIO())
-    with _isolated_registries():
-        return publish_doctree(source, source_path=source_path, settings_overrides=settings)
-
-
-# One small renderer per node family. Block renderers return a list of Markdown blocks (joined
-# later by one blank line); inline rendering returns plain text (markup dropped, math as $...$).
-def _problematic(node: nodes.problematic) -> str:
-    """Unresolved markup keeps its words: '`inline markup`_' -> 'inline markup'."""
-    return re.sub(r"^:[\w.-]+:|`|_{1,2}$", "", node.astext())
-
-
-def inline(node: nodes.Node) -> str:
-    """Plain text of a node's inline content (no backquotes or asterisks; math as $...$)."""
-    if isinstance(node, nodes.Text):
-        return node.astext()
-    handler = _INLINE.get(type(node))
-    if handler is not None:
-        return handler(node)
-    return "".join(inline(child) for child in node.children)
-
-
-def _text(node: nodes.Node) -> str:
-    return collapse(inline(node))
-
-
-def _is_dropped(node: nodes.Node) -> bool:
-    return isinstance(node, _DROPPED) or (
-        isinstance(node, nodes.topic) and "contents" in node["classes"])
-
-
-def blocks(node: nodes.Element) -> list[str]:
-    """Render the children of `node` as Markdown blocks, skipping empty ones."""
-    out: list[str] = []
-    for child in node.children:
-        out.extend(block(child))
-    return [b for b in out if b.strip()]
-
-
-def block(node: nodes.Node) -> list[str]:
-    """Render one block-level node (dispatch on its family)."""
-    if _is_dropped(node):
-        return []
-    for family, render in _BLOCK:
-        if isinstance(node, family):
-            return render(node)
-    if isinstance(node, nodes.TextElement):
-        return [_text(node)]
-    return blocks(node) if isinstance(node, nodes.Element) else [collapse(node.astext())]
-
-
-def _first_content(node: nodes.Element) -> nodes.Node | None:
-    """First child that renders to something (titles and labels count as dropped)."""
-    return next((c for c in node.children if not _is_dropped(c)), None)
-
-
-def _labelled(label: str, node: nodes.Element, colon: bool = True) -> list[str]:
-    """Blocks of `node` led by 'label: ' (merged into a first paragraph, else its own line); `colon=False`: 'label '."""
-    body = blocks(node)
-    lead = label + ":" if colon and not label.endswith(":") else label
-    if body and isinstance(_first_content(node), nodes.paragraph):
-        body[0] = f"{lead} {body[0]}"
-    elif label:
-        body.insert(0, lead)
-    return body
-
-
-def _section(node: nodes.section) -> list[str]:
-    level, parent = 1, node.parent
-    while parent is not None:
-        level += isinstance(parent, nodes.section)
-        parent = parent.parent
-    heading = "#" * min(level + 1, 6) + " " + _text(node[0])
-    return [heading, *blocks(node)]
-
-
-def fence(content: str, info: str = "") -> str:
-    """Fence `content` verbatim, with a fence longer than any backtick run inside it.
-
-    >>> fence("x = 1", "python"), fence("```\\nx")
-    ('```python\\nx = 1\\n```', '````\\n```\\nx\\n````')
-    """
-    longest = max((len(run) for run in re.findall(r"`{3,}", content)), default=0)
-    mark = "`" * max(3, longest + 1)
-    return f"{mark}{info}\n{content}\n{mark}"
-
-
-def _literal_block(node: nodes.literal_block) -> list[str]:
-    classes = node.get("classes", [])
-    language = next((c for c in classes if c != "code"), "") if "code" in classes else ""
-    return [fence(node.astext(), language)]
-
-
-def _line_block(node: nodes.line_block, indent: str = "") -> list[str]:
-    lines: list[str] = []
-    for child in node.children:
-        if isinstance(child, nodes.line_block):
-            lines.extend(_line_block(child, indent + "  ")[0].split("\n"))
-        else:
-            lines.append(indent + _text(child))
-    return ["\n".join(lines)]
-
-
-def _block_quote(node: nodes.block_quote) -> list[str]:
-    text = "\n\n".join(blocks(node))
-    return ["\n".join("> " + line if line else ">" for line in text.split("\n"))]
-
-
-def _item(marker: str, body: list[str]) -> str:
-    """A list item: marker + blocks, continuation lines indented under the marker.
-
-    >>> _item("- ", ["a", "b"]), _item("1. ", ["```\\nx\\n```"])
-    ('- a\\n\\n  b', '1.\\n   ```\\n   x\\n   ```')
-    """
-    lines = "\n\n".join(body).split("\n")
-    pad = " " * len(marker)
-    rest = [pad + line if line else "" for line in lines[1:]]
-    if lines[0].startswith("`"):  # a fence never shares its line with the marker
-        return "\n".join([marker.rstrip(), pad + lines[0], *rest])
-    return "\n".join([marker + lines[0], *rest])
-
-
-def _join_items(items: list[str]) -> list[str]:
-    """Tight list when every item is one line, else items separated by a blank line.
-
-    >>> _join_items(["- a", "- b"]), _join_items(["- a", "- b\\n\\n  c"])
-    (['- a\\n- b'], ['- a\\n\\n- b\\n\\n  c'])
-    """
-    if not items:
-        return []
-    return ["\n".join(items) if all("\n" not in i for i in items) else "\n\n".join(items)]
-
-
-def _roman(number: int) -> str:
-    """Lower-case Roman numeral.
-
-    >>> _roman(14), _roman(1999)
-    ('xiv', 'mcmxcix')
-    """
-    out = ""
-    for value, letters in ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"),
-                           (90, "xc"), (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"),
-                           (4, "iv"), (1, "i")):
-        count, number = divmod(number, value)
-        out += letters * count
-    return out
-
-
-def _enum_label(enumtype: str, number: int) -> str:
-    """The label of item `number` of a docutils enumerated list.
-
-    >>> _enum_label("arabic", 3), _enum_label("upperalpha", 2), _enum_label("upperroman", 4)
-    ('3', 'B', 'IV')
-    """
-    labels = {"arabic": str(number), "loweralpha": chr(96 + number),
-              "upperalpha": chr(64 + number), "lowerroman": _roman(number),
-              "upperroman": _roman(number).upper()}
-    return labels.get(enumtype, str(number))
-
-
-def _enumerated_list(node: nodes.enumerated_list) -> list[str]:
-    start, kind = node.get("start", 1), node.get("enumtype", "arabic")
-    prefix, suffix = node.get("prefix", ""), node.get("suffix", ".")
-    items = [_item(f"{prefix}{_enum_label(kind, start + i)}{suffix} ", blocks(item))
-             for i, item in enumerate(node.children)]
-    return _join_items(items)
-
-
-def _definition_list(node: nodes.definition_list) -> list[str]:
-    items = []
-    for entry in node.children:
-        term = " ".join(_text(t) for t in entry.children if isinstance(t, nodes.term))
-        kinds = [_text(c) for c in entry.children if isinstance(c, nodes.classifier)]
-        label = f"{term} ({', '.join(kinds)})" if kinds else term
-        definition = next(c for c in entry.children if isinstance(c, nodes.definition))
-        items.append(_item("- ", _labelled(label, definition)))
-    return _join_items(items)
-
-
-def _field_list(node: nodes.field_list) -> list[str]:
-    if isinstance(node.parent, nodes.document):
-        return []  # front matter that the docinfo transform did not take
-    items = [_item("- ", _labelled(_text(field[0]), field[1])) for field in node.children]
-    return _join_items(items)
-
-
-def _option(node: nodes.option) -> str:
-    """'--stylesheet=<URL>' (option_argument.astext() already starts with its delimiter)."""
-    return "".join(part.astext() for part in node.children)
-
-
-def _option_list(node: nodes.option_list) -> list[str]:
-    items = []
-    for entry in node.children:
-        group, description = entry[0], entry[1]
-        label = ", ".join(_option(option) for option in group.children)
-        items.append(_item("- ", _labelled(label, description)))
-    return _join_items(items)
-
-
-def _admonition(node: nodes.Element) -> list[str]:
-    """'.. note::' -> 'Note: ...'; generic admonitions, topics and sidebars use their title."""
-    if isinstance(node, nodes.admonition | nodes.topic | nodes.sidebar):
-        titles = [_text(c) for c in node.children if isinstance(c, nodes.title | nodes.subtitle)]
-        label = " - ".join(titles)
-    else:
-        label = node.tagname.capitalize()
-    if not blocks(node):
-        return []  # e.g. the 'Links' topic once its target notes are removed
-    return _labelled(label, node)
-
-
-def _footnote(node: nodes.footnote | nodes.citation) -> list[str]:
-    label = next((c.astext() for c in node.children if isinstance(c, nodes.label)), "")
-    return _labelled(f"[{label}]", node, colon=False)
-
-
-def _cell_text(entry: nodes.Element) -> str:
-    """One table cell on one line: blocks joined by spaces, list items by '; ' (the list '- Space bar' / '- Return'
-    becomes 'Space bar; Return'), code collapsed."""
-    parts: list[str] = []
-    for child in entry.children:
-        if isinstance(child, nodes.literal_block | nodes.doctest_block):
-            parts.append(collapse(child.astext()))
-        elif isinstance(child, nodes.bullet_list | nodes.enumerated_list):
-            parts.append("; ".join(_cell_text(item) for item in child.children))
-        else:
-            parts.extend(collapse(b) for b in block(child))
-    return " ".join(p for p in parts if p)
-
-
-def _grid(rows: list[nodes.row], ncols: int) -> list[list[str]]:
-    """Place cells on an ncols-wide grid; cells covered by a row/column span stay ''."""
-    grid, carry = [], [0] * ncols
-    for row in rows:
-        cells: list[str | None] = [None] * ncols
-        for col in range(ncols):
-            if carry[col]:
-                cells[col], carry[col] = "", carry[col] - 1
-        col = 0
-        for entry in row.children:
-            while col < ncols and cells[col] is not None:
-                col += 1
-            width = entry.get("morecols", 0) + 1
-            for offset in range(min(width, ncols - col)):
-                cells[col + offset] = _cell_text(entry) if offset == 0 else ""
-                carry[col + offset] = entry.get("morerows", 0)
-            col += width
-        grid.append([c or "" for c in cells])
-    return grid
-
-
-def _pipe_row(cells: list[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-
-def _table(node: nodes.table) -> list[str]:
-    """Pipe table when the table has a header row; otherwise one line per row."""
-    out = [_text(c) for c in node.children if isinstance(c, nodes.title)]
-    tgroup = next(c for c in node.children if isinstance(c, nodes.tgroup))
-    ncols = tgroup["cols"]
-    head = [r for part in tgroup.findall(nodes.thead) for r in part.children]
-    body = [r for part in tgroup.findall(nodes.tbody) for r in part.children]
-    body_grid = [cells for cells in _grid(body, ncols) if any(cells)]
-    if head:
-        head_grid = _grid(head, ncols)
-        header = [collapse(" ".join(column)) for column in zip(*head_grid, strict=True)]
-        lines = [_pipe_row(header), _pipe_row(["---"] * ncols), *map(_pipe_row, body_grid)]
-    else:
-        lines = [" | ".join(c for c in cells if c) for cells in body_grid]
-    return [*out, "\n".join(lines)]
-
-
-_DROPPED = (
-    nodes.Invisible, nodes.docinfo, nodes.decoration, nodes.system_message, nodes.raw,
-    nodes.image, nodes.transition, nodes.title, nodes.subtitle, nodes.label, nodes.colspec,
-)
-
-_BLOCK: tuple[tuple[type, Callable[[nodes.Node], list[str]]], ...] = (
-    (nodes.section, _section),
-    (nodes.paragraph, lambda n: [_text(n)]),
-    (nodes.literal_block, _literal_block),
-    (nodes.doctest_block, lambda n: [fence(n.astext())]),
-    (nodes.math_block, lambda n: ["$$\n" + n.astext().strip("\n") + "\n$$"]),
-    (nodes.line_block, _line_block),
-    (nodes.block_quote, _block_quote),
-    (nodes.attribution, lambda n: ["-- " + _text(n)]),
-    (nodes.bullet_list, lambda n: _join_items([_item("- ", blocks(item)) for item in n.children])),
-    (nodes.enumerated_list, _enumerated_list),
-    (nodes.definition_list, _definition_list),
-    (nodes.field_list, _field_list),
-    (nodes.option_list, _option_list),
-    (nodes.Admonition | nodes.topic | nodes.sidebar, _admonition),
-    (nodes.footnote | nodes.citation, _footnote),
-    (nodes.figure, blocks),  # the image is dropped; caption and legend stay as paragraphs
-    (nodes.table, _table),
-)
-
-_INLINE: dict[type, Callable[[nodes.Node], str]] = {
-    nodes.math: lambda n: f"${n.astext()}$",
-    nodes.footnote_reference: lambda n: f"[{n.astext()}]",
-    nodes.citation_reference: lambda n: f"[{n.astext()}]",
-    nodes.problematic: _problematic,
-    nodes.image: lambda n: n.get("alt", ""),
-    nodes.raw: lambda n: "",
-    nodes.system_message: lambda n: "",
-}
-
-
-def _drop_target_notes(doctree: nodes.document) -> None:
-    """Remove the footnotes that 'target-notes' generates and their [n] markers mid-sentence."""
-    notes = [f for f in doctree.findall(nodes.footnote)
-             if any(name.startswith("TARGET_NOTE: ") for name in f["names"])]
-    ids = {i for note in notes for i in note["ids"]}
-    for ref in list(doctree.findall(nodes.footnote_reference)):
-        if ref.get("refid") in ids:
-            parent = ref.parent
-            position = parent.index(ref)
-            if position and parent[position - 1].astext() == " ":
-                parent.remove(parent[position - 1])
-            parent.remove(ref)
-    for note in notes:
-        note.parent.remove(note)
-
-
-def render_document(doctree: nodes.document) -> tuple[str, str]:
-    """Doctree -> (title, Markdown text without the title line).
-
-    >>> rst = "Title\\n=====\\n\\nSome *emphasis*, :math:`x^2`.\\n\\nPart\\n----\\n\\nText.\\n"
-    >>> render_document(parse(rst, "t.rst"))
-    ('Title', 'Some emphasis, $x^2$.\\n\\n## Part\\n\\nText.\\n')
-    """
-    _drop_target_notes(doctree)
-    title = next((_text(c) for c in doctree.children if isinstance(c, nodes.title)), "")
-    return title, "\n\n".join(blocks(doctree)) + "\n"
 
 
 def build_documents(sdist_path: Path) -> list[Document]:

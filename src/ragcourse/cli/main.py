@@ -24,11 +24,15 @@ from pathlib import Path
 
 
 def _chunk(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from ..chunking import chunk
-    from ..corpus import Document
+    from ..documents import read_document
 
     path = Path(args.file)
-    document = Document(id=path.stem, title=args.title or path.stem, text=path.read_text(encoding="utf-8"))
+    document = read_document(path.resolve(), path.name)  # the reader `index` and `eval` use: same chunks
+    if args.title:
+        document = dataclasses.replace(document, title=args.title)
     for piece in chunk(document, args.strategy, target=args.target, overlap=args.overlap):
         print(json.dumps(asdict(piece), ensure_ascii=False))
     return 0
@@ -176,6 +180,17 @@ def _count(name: str):
     return parse
 
 
+def _ks(value: str) -> list[int]:
+    """An argparse type for --k: comma-separated cut-offs >= 1, sorted, repeats dropped."""
+    try:
+        ks = sorted({int(v) for v in value.split(",") if v.strip()})
+    except ValueError:
+        ks = []
+    if not ks or ks[0] < 1:
+        raise argparse.ArgumentTypeError(f"k={value!r}: expected comma-separated integers >= 1, e.g. 1,4,8,20")
+    return ks
+
+
 def _choice_list(name: str, valid) -> object:
     """An argparse type for a comma-separated list drawn from `valid` (order kept, repeats dropped)."""
 
@@ -189,37 +204,96 @@ def _choice_list(name: str, valid) -> object:
     return parse
 
 
+class _Progress:
+    """One line on stderr that rewrites itself, for people at a terminal: never when RAGCOURSE_PROGRESS=0 or when
+    stderr is not a terminal (a log or CI)."""
+
+    def __init__(self) -> None:
+        from ..dense import show_progress
+
+        self.on = sys.stderr.isatty() and show_progress(True)
+
+    def __call__(self, message: str) -> None:
+        if self.on:
+            print(f"\r\033[K[eval] {message}", end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.on:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
+def _reranker_factory(cache: Path):
+    """The default reranker (chapter 5), its token cache in `cache` (never in the course's checkout)."""
+    from .. import models, rerank
+
+    if models.reranker_spec() is not None:
+        return rerank.CrossEncoderReranker
+    return lambda: rerank.LateInteractionReranker(cache_dir=cache / "tokens")
+
+
 def _eval(args: argparse.Namespace) -> int:
     from .. import dense
     from . import report
     from .folder import load_folder_out_of_domain, load_folder_questions, read_folder
+    from .runs import Settings, label_of, measure
 
     corpus = read_folder(Path(args.docs_dir))
     if not corpus.documents:
-        reasons = "; ".join(f"{f.path}: {f.reason}" for f in corpus.failed[:5]) or "the folder is empty"
+        reasons = "; ".join(f"{f.path}: {f.reason}" for f in corpus.failed[:5]) or "the folder has no documents"
         raise ValueError(f"no readable documents in {args.docs_dir!r} ({reasons})")
     questions = load_folder_questions(args.questions, corpus.documents)
     ood = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else []
-    embedder = dense.load_embedder(dense.CACHE_DIR)
-    results = report.measure(corpus, questions, ood, args.strategies, args.methods, args.rerank, embedder,
-                             progress=sys.stderr.isatty())
-    folder = report.write(results, args.out)
-    c = results["corpus"]
-    print(f"{c['documents']} documents indexed, {len(c['failed'])} failed; {len(questions)} questions, "
-          f"{len(results['runs'])} runs")
-    for failure in c["failed"]:
-        print(f"  FAILED {failure['path']}: {failure['reason']}")
-    print(f"wrote {folder / report.RESULTS} and {folder / report.REPORT}")
+    labels = [label_of(s, m, r) for s in args.strategies for m in args.methods for r in (False, True)[:1 + args.rerank]]
+    if args.baseline is not None and args.baseline not in labels:
+        raise ValueError(f"--baseline {args.baseline!r} is not one of this command's runs: {labels}")
+    out = report.prepare_out(args.out, args.docs_dir)  # refused before any work, if it could lose a file
+    cache = Path(args.cache_dir) if args.cache_dir else _user_cache()
+    settings = Settings(tuple(args.strategies), tuple(args.methods), args.rerank, tuple(args.k), args.baseline,
+                        _reranker_factory(cache))
+    progress = _Progress()
+    results, runs = measure(corpus, questions, ood, settings, dense.load_embedder(cache / "embeddings"),
+                            progress=progress, bar=progress.on)  # a bar on a terminal only
+    progress.done()
+    written = report.write(results, runs, out)
+    _print_outcome(results, corpus, questions, written, cache)
     return 0
 
 
+def _user_cache() -> Path:
+    from ..paths import user_cache_dir
+
+    return user_cache_dir()
+
+
+def _print_outcome(results: dict, corpus, questions, written: list[Path], cache: Path) -> None:
+    """What the terminal shows at the end: counts, failures, the summary table, and where the files went."""
+    from . import report
+
+    c = results["corpus"]
+    print(f"{c['documents']} documents read, {len(c['failed'])} failed; {len(questions)} questions, "
+          f"{len(results['runs'])} runs")
+    for failure in c["failed"]:
+        print(f"  FAILED {failure['path']}: {failure['reason']}")
+    if c["skipped"]:
+        print(f"  {len(c['skipped'])} file(s) skipped: not documents by type (listed in the report)")
+    print()
+    print(report.summary(results))
+    print()
+    print(f"wrote {len(written)} files to {written[0].parent} (report.html, results.json, a CSV and a TREC run "
+          f"per run); embeddings cached in {cache}")
+
+
 def _needles(args: argparse.Namespace) -> int:
-    from .folder import candidate_needles, read_folder
+    from .folder import needles_template, read_folder
 
     corpus = read_folder(Path(args.docs_dir))
-    for i, (doc, needle) in enumerate(candidate_needles(corpus.documents, args.n), start=1):
-        record = {"id": f"n{i:03d}", "doc": doc, "needle": needle, "question": "", "ticket": ""}
+    records = needles_template(corpus.documents, args.n)
+    for record in records:
         print(json.dumps(record, ensure_ascii=False))
+    print(f"{len(records)} candidate needle(s). Blank in every record: 'question' (required: write the question the "
+          "needle answers, as your documentation would phrase it) and 'ticket' (optional: as a user would ask it; "
+          "leave it blank or delete it). Delete the records you cannot write a question for; "
+          "`ragcourse eval` then accepts the file.", file=sys.stderr)
     return 0
 
 
@@ -229,8 +303,12 @@ def _folder_commands(sub) -> None:
     from ..pipeline import METHODS
 
     epilog = ("QUESTIONS.jsonl: one JSON object a line with id, needle, question and optional ticket and doc "
-              "(a path relative to DOCS_DIR); each needle must occur exactly once in the folder. "
-              "OOD.jsonl: id, query and optional kind. Exit status 0 on success, 2 on bad input.")
+              "(a path relative to DOCS_DIR); each needle must occur exactly once in the folder, outside "
+              "headings and titles (`ragcourse needles` writes a template). OOD.jsonl: id, query and optional "
+              "kind. The embedding cache: --cache-dir, else $RAGCOURSE_CACHE, else your user cache folder "
+              "(never the documents folder or a checkout). OUTDIR gets results.json, report.html, and per run "
+              "queries-RUN.csv and run-RUN.trec (with qrels-STRATEGY.trec, for ranx or trec_eval). "
+              "Exit status 0 on success, 2 on bad input.")
     v = sub.add_parser("eval", help="run the book's measurements on a folder; write results.json and report.html",
                        description="Read DOCS_DIR (.md .rst .txt .html .pdf, recursively), chunk and index it "
                                    "with each strategy, score your questions with each method, and write "
@@ -244,14 +322,31 @@ def _folder_commands(sub) -> None:
     v.add_argument("--methods", type=_choice_list("methods", METHODS), default=list(METHODS),
                    help=f"comma-separated retrieval methods from {','.join(METHODS)} (default all)")
     v.add_argument("--rerank", action="store_true", help="also run each with the default reranker (chapter 5)")
-    v.add_argument("--out", required=True, metavar="OUTDIR", help="where results.json and report.html go")
-    v.set_defaults(run=_eval)
-    n = sub.add_parser("needles", help="print candidate needle sentences (JSONL) to write questions against",
+    _eval_options(v)
+    n = sub.add_parser("needles", help="print a questions template (JSONL): candidate needles to write questions for",
                        description="Print up to N sentences of DOCS_DIR that occur exactly once and outside "
-                                   "headings, spread over the folder, as question records to fill in.")
+                                   "headings, spread over the folder, as question records whose 'question' "
+                                   "(required) and 'ticket' (optional) are blank: fill them in, and "
+                                   "`ragcourse eval --questions` accepts the file.")
     n.add_argument("docs_dir", metavar="DOCS_DIR")
     n.add_argument("--n", type=_count("n"), default=50, help="how many candidates (default 50)")
     n.set_defaults(run=_needles)
+
+
+def _eval_options(v) -> None:
+    """`eval`'s cut-offs, baseline, cache and output folder."""
+    v.add_argument("--k", type=_ks, default=[1, 4, 8, 20], metavar="K,K,...",
+                   help="cut-offs for recall@k and nDCG@k (default 1,4,8,20); the largest is where a question "
+                        "counts as missed")
+    v.add_argument("--baseline", default=None, metavar="RUN",
+                   help="the run the paired tests compare against, e.g. E/bm25 or E/hybrid+rerank (default: "
+                        "the first run); each reranked run is also tested against its own first stage")
+    v.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="where embeddings are cached (default: $RAGCOURSE_CACHE, else your user cache folder, "
+                        "e.g. ~/.cache/ragcourse)")
+    v.add_argument("--out", required=True, metavar="OUTDIR",
+                   help="a new or empty folder outside DOCS_DIR (or one an earlier eval wrote): the report goes here")
+    v.set_defaults(run=_eval)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -262,12 +357,13 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ragcourse", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"ragcourse {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("chunk", help="chunk a Markdown file and print JSON lines")
+    c = sub.add_parser("chunk", help="chunk a document (.md .rst .txt .html .pdf) as index and eval read it; "
+                                     "print JSON lines")
     c.add_argument("file")
     c.add_argument("--title", default=None)
     s = sub.add_parser("search", help="search the course corpus")
     e = sub.add_parser("evaluate", help="score a strategy on the ground truth")
-    i = sub.add_parser("index", help="ingest a folder of text/Markdown files into an index")
+    i = sub.add_parser("index", help="ingest a folder of documents (.md .rst .txt .html .pdf) into an index")
     r = sub.add_parser("query", help="query an index built by `ragcourse index`")
     for q in (c, s, e, i):
         q.add_argument("--strategy", default="E", choices=list(STRATEGIES))

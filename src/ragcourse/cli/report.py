@@ -1,16 +1,16 @@
-"""The book's measurements on your own folder: `results.json` and a self-contained `report.html` (`ragcourse eval`).
+"""The report of `ragcourse eval`: `results.json`, a self-contained `report.html`, a CSV and a TREC run per run.
 
-`measure` runs every strategy x method (x rerank) over a `folder.FolderCorpus` with the package's
-own pieces: `pipeline.build` chunks and indexes, `evaluation.evaluate`/`summarize` score,
-`evaluation.share_over_questions` gives intervals over questions (a question's phrasings are not
-independent), `evaluation.compare` pairs each run with the first, question by question, and
-`evaluation.sweep` runs the gate at chapter 6's cuts when out-of-domain queries are given.
-Every float is rounded at the source (`precision.rounded`: 3 places, p-values 4), so the JSON is
-the same on every machine. `write` saves the JSON and renders it as one HTML file whose plots
-are inline PNGs: it opens offline, from anywhere, and loads nothing from another host.
+`write` saves what `runs.measure` measured into an output folder it owns: `results.json`;
+`report.html`, one HTML file whose plots are inline PNGs (it opens offline, from anywhere, and
+loads nothing from another host), failures first: the missed questions of each run, worst first,
+with the chunk ranked first instead; `queries-<run>.csv`, one row per query; `run-<run>.trec` and
+`qrels-<strategy>.trec`, which ranx and trec_eval read. `summary` is the small table printed at the end.
 
-Leaves out: per-query rankings (not saved), rerank runs in the sweep (the gate reads the first
-stage's cosine distances), and any choice of a cut for you.
+Never loses a file: `prepare_out` refuses an output folder inside the documents folder (the next run
+would read the report as a document) and a folder holding files this command did not write; a marker
+file (`.ragcourse-eval`) lists what it wrote, and only those files are ever replaced.
+
+Leaves out: any choice of a cut for you, and rankings deeper than `runs.TREC_DEPTH` in the run files.
 """
 
 from __future__ import annotations
@@ -19,174 +19,135 @@ import base64
 import html
 import io
 import json
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
 
-from .. import pipeline
-from ..corpus import profile
-from ..dense import Embedder, top_hits
-from ..evaluation import (
-    SWEEP_COLUMNS,
-    answers_destroyed,
-    compare,
-    evaluate,
-    per_question,
-    share_over_questions,
-    summarize,
-    sweep,
-    verdict,
-    with_interval,
-)
-from ..groundtruth import OutOfDomain, Question
-from ..precision import rounded
-from .folder import FolderCorpus, folder_queries
+from ..evaluation import Paired, verdict, with_interval
+from .runs import CUTS, DEFAULT_KS, Run, measure  # noqa: F401  (measure and CUTS: re-exported for callers)
 
-KS = (1, 4, 8, 20)
-#: Chapter 6's cuts (cosine distance), then no threshold at all (written as null).
-CUTS = tuple(round(0.300 + 0.025 * i, 3) for i in range(27)) + (math.inf,)
-GATE_K = 4
-RESULTS, REPORT = "results.json", "report.html"
-METRICS = tuple(f"hit@{k}" for k in KS) + ("rr",)
+RESULTS, REPORT, MARKER = "results.json", "report.html", ".ragcourse-eval"
+MISSED_SHOWN = 50
 
 
-@dataclass(frozen=True)
-class Run:
-    """One strategy x method (x rerank): its per-query table and the questions its chunking cut."""
-
-    strategy: str
-    method: str
-    rerank: bool
-    per_query: pd.DataFrame
-    destroyed: tuple[str, ...]
-
-    @property
-    def label(self) -> str:
-        return f"{self.strategy}/{self.method}" + (" + rerank" if self.rerank else "")
+class OutputError(ValueError):
+    """The output folder could lose a user's file: the message says why and what to do."""
 
 
-def by_question(per_query: pd.DataFrame) -> pd.DataFrame:
-    """The per-query table averaged over each question's phrasings (`evaluation.per_question`), same columns."""
-    return pd.DataFrame({c: per_question(per_query, c) for c in METRICS}).rename_axis("query").reset_index()
+# ---------------------------------------------------------------- the output folder
 
 
-def _destroyed(retriever: pipeline.Retriever, questions: Sequence[Question]) -> tuple[str, ...]:
-    """Ids of the questions whose needle no chunk of this strategy holds whole."""
-    cut = set(answers_destroyed(retriever.chunks, [q.needle for q in questions]))
-    return tuple(q.id for q in questions if q.needle in cut)
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
-def _reranked(reranker, rankings: dict, qs: Sequence) -> dict:
-    """Each ranking with its first 25 reranked (`rerank.rerank_head`), the rest in place."""
-    from ..rerank import rerank_head
-
-    return {q.id: rerank_head(reranker, q.text, rankings[q.id]) for q in qs}
-
-
-def _default_reranker():
-    from .. import rerank
-
-    return rerank.default_reranker()
-
-
-def _hits(retriever: pipeline.Retriever, text: str, vector: np.ndarray, method: str) -> list:
-    """The first stage's top GATE_K as Hits with cosine distances (what `Retriever.retrieve` gives)."""
-    distances = retriever.dense.distances(vector)
-    return top_hits(retriever.chunks, distances, GATE_K, ranking=retriever.rank(text, method, vector))
-
-
-def _sweep_rows(retriever, method, qs, vectors, ood, ood_vectors) -> list[dict]:
-    in_domain = [(_hits(retriever, q.text, vectors[q.id], method), q.needle) for q in qs]
-    outside = [_hits(retriever, o.query, ood_vectors[o.id], method) for o in ood]
-    table = sweep(in_domain, outside, CUTS, k=GATE_K)
-    rows = []
-    for row in table.to_dict("records"):
-        row = {c: (None if c == "cut" and math.isinf(row[c]) else row[c]) for c in SWEEP_COLUMNS}
-        rows.append({"strategy": retriever.strategy, "method": method, **row})
-    return rows
-
-
-def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: Sequence[OutOfDomain],
-            strategies: Sequence[str], methods: Sequence[str], rerank: bool, embedder: Embedder,
-            progress: bool | None = None) -> dict:
-    """Every run on the folder, as the `results.json` dictionary (rounded at the source)."""
-    if len(questions) < 2:
-        raise ValueError(f"{len(questions)} question(s): intervals over questions need at least 2")
-    qs = folder_queries(questions)
-    vectors = dict(zip([q.id for q in qs], embedder.encode_queries([q.text for q in qs]), strict=True))
-    ood_vectors = {} if not out_of_domain else dict(zip(
-        [o.id for o in out_of_domain], embedder.encode_queries([o.query for o in out_of_domain]), strict=True))
-    runs, rows = [], []
-    reranker = _default_reranker() if rerank else None  # one for all runs: it keeps passage vectors
-    for strategy in strategies:
-        retriever = pipeline.build(strategy, corpus=list(corpus.documents), embedder=embedder, progress=progress)
-        destroyed = _destroyed(retriever, questions)
-        for method in methods:
-            rankings = retriever.rankings(qs, method, vectors=vectors)
-            runs.append(Run(strategy, method, False, evaluate(rankings, qs, KS), destroyed))
-            if rerank:
-                runs.append(Run(strategy, method, True, evaluate(_reranked(reranker, rankings, qs), qs, KS), destroyed))
-            if out_of_domain:
-                rows += _sweep_rows(retriever, method, qs, vectors, out_of_domain, ood_vectors)
-    return {"corpus": corpus_summary(corpus), "runs": [run_entry(r) for r in runs],
-            "paired": paired_entries(runs), "sweep": rounded(rows)}
-
-
-def corpus_summary(corpus: FolderCorpus) -> dict:
-    """Documents, characters and `## ` sections of the corpus, and every failed file with its reason."""
-    table = profile(list(corpus.documents))
-    return {"documents": len(corpus.documents), "characters": int(table["characters"].sum()),
-            "sections": int(table["sections"].sum()),
-            "failed": [{"path": f.path, "reason": f.reason} for f in corpus.failed]}
-
-
-def run_entry(run: Run) -> dict:
-    """One run as `results.json` holds it: recall@k and MRR, with 95 % t intervals over questions."""
-    values = summarize(run.per_query, run.label).set_index("metric")["value"]
-    intervals = {str(k): list(share_over_questions(run.per_query["query"], run.per_query[f"hit@{k}"])[1:])
-                 for k in KS}  # t intervals over questions, clipped to [0, 1]
-    return rounded({"strategy": run.strategy, "method": run.method, "rerank": run.rerank,
-                    "queries": len(run.per_query), "recall": {str(k): float(values[f"R@{k}"]) for k in KS},
-                    "recall_interval": intervals, "mrr": float(values["MRR"]),
-                    "answers_destroyed": list(run.destroyed)})
-
-
-def paired_entries(runs: Sequence[Run]) -> list[dict]:
-    """Each run against the first, question by question: wins, losses and the sign test's p per metric."""
-    if not runs:
-        return []
-    first = by_question(runs[0].per_query)
-    against = {"strategy": runs[0].strategy, "method": runs[0].method, "rerank": runs[0].rerank}
-    out = []
-    for run in runs[1:]:
-        mine = by_question(run.per_query)
-        for metric in METRICS:
-            result = compare(mine, first, metric)
-            name = "MRR" if metric == "rr" else "R@" + metric.removeprefix("hit@")
-            out.append({"strategy": run.strategy, "method": run.method, "rerank": run.rerank,
-                        "against": against, "metric": name, "wins": result.wins, "losses": result.losses,
-                        "p": rounded(result.p, 4)})
-    return out
-
-
-# ---------------------------------------------------------------- writing
-
-
-def write(results: dict, out: str | Path) -> Path:
-    """Write `results.json` and `report.html` into the folder `out`; returns the folder."""
-    folder = Path(out)
+def prepare_out(out: str | Path, docs: str | Path) -> Path:
+    """The output folder, made if needed; OutputError if it is inside `docs` or holds files not written here."""
+    folder, documents = Path(out).resolve(), Path(docs).resolve()
+    if _inside(folder, documents):
+        raise OutputError(f"--out {str(out)!r} is inside DOCS_DIR {str(docs)!r}: the report would be read as a "
+                          "document by the next run (or overwrite one of yours); choose a folder outside it")
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"--out {str(out)!r} is a file, not a folder: choose a new or empty folder")
+    if folder.is_dir() and any(folder.iterdir()) and not (folder / MARKER).is_file():
+        raise OutputError(f"--out {str(out)!r} holds files that ragcourse eval did not write (it has no {MARKER} "
+                          "marker): nothing was overwritten; choose a new or empty folder")
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / RESULTS).write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    (folder / REPORT).write_text(render(results), encoding="utf-8")
+    if not (folder / MARKER).is_file():
+        _mark(folder, [])
     return folder
 
 
-def _label(entry: dict) -> str:
-    return f"{entry['strategy']}/{entry['method']}" + (" + rerank" if entry["rerank"] else "")
+def _mark(folder: Path, written: Sequence[str]) -> None:
+    note = {"written_by": "ragcourse eval", "files": sorted(written),
+            "note": "ragcourse eval replaces only the files listed here; delete this folder to start afresh"}
+    (folder / MARKER).write_text(json.dumps(note, indent=1) + "\n", encoding="utf-8")
+
+
+def _written_before(folder: Path) -> list[str]:
+    try:
+        return list(json.loads((folder / MARKER).read_text(encoding="utf-8")).get("files", []))
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def slug(label: str) -> str:
+    """A run's label as a file name part: `slug("E/hybrid+rerank") -> "E-hybrid-rerank"`."""
+    return label.replace("/", "-").replace("+", "-")
+
+
+def trec_id(chunk_id: str) -> str:
+    """A chunk id without whitespace (TREC splits on it): `trec_id("my notes.md#0-9") -> "my%20notes.md#0-9"`."""
+    return quote(chunk_id, safe="/#,-._~")
+
+
+def trec_run(run: Run) -> str:
+    """The run in TREC format (`qid Q0 docno rank score tag`), scores falling with rank so no tool reorders it."""
+    lines = []
+    for query, ids in run.top.items():
+        lines += [f"{query} Q0 {trec_id(c)} {r} {len(ids) - r + 1} {slug(run.label)}" for r, c in enumerate(ids, 1)]
+    return "\n".join(lines) + "\n"
+
+
+def trec_qrels(run: Run) -> str:
+    """Relevance judgements in TREC format (`qid 0 docno 1`): the chunk holding each query's needle."""
+    held = [(d["query"], d["needle_chunk"]) for d in run.details if d["needle_chunk"] is not None]
+    rows = [f"{query} 0 {trec_id(chunk['id'])} 1" for query, chunk in held]
+    return "\n".join(rows) + "\n"
+
+
+def query_table(run: Run) -> pd.DataFrame:
+    """One row per query (the CSV): rank, the measures, latency, where the needle is, and what came first instead."""
+    table = run.per_query.drop(columns=["query", "phrasing"])
+    details = pd.DataFrame([{
+        "query": d["query"], "question": d["question"], "phrasing": d["phrasing"], "text": d["text"],
+        "needle_doc": d["doc"], "needle_locator": (d["needle_chunk"] or {}).get("locator", ""),
+        "first_locator": (d["first"] or {}).get("locator", ""), "first_section": (d["first"] or {}).get("section", ""),
+        "first_excerpt": (d["first"] or {}).get("excerpt", "")} for d in run.details])
+    return pd.concat([details.iloc[:, :4], table.reset_index(drop=True), details.iloc[:, 4:]], axis=1)
+
+
+def write(results: dict, runs: Sequence[Run], out: str | Path) -> list[Path]:
+    """Write every file into the prepared folder `out` (replacing only what an earlier run wrote); the paths."""
+    folder = Path(out)
+    for name in _written_before(folder):
+        (folder / name).unlink(missing_ok=True)
+    files = {RESULTS: json.dumps(results, ensure_ascii=False, indent=1) + "\n", REPORT: render(results)}
+    for run in runs:
+        files[f"run-{slug(run.label)}.trec"] = trec_run(run)
+        files.setdefault(f"qrels-{run.strategy}.trec", trec_qrels(run))
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    for run in runs:
+        name = f"queries-{slug(run.label)}.csv"
+        query_table(run).to_csv(folder / name, index=False, float_format="%.4g")
+        files[name] = ""
+    _mark(folder, list(files))
+    return [folder / name for name in files]
+
+
+# ---------------------------------------------------------------- the terminal summary
+
+
+def summary(results: dict) -> str:
+    """The small table printed at the end: recall@k, nDCG at the largest k, MRR (by phrasing) and latency."""
+    ks, rows = results["ks"], []
+    for run in results["runs"]:
+        row = {"run": run["label"]} | {f"R@{k}": f"{run['recall'][str(k)]:.3f}" for k in ks}
+        row |= {f"nDCG@{ks[-1]}": f"{run['ndcg'][str(ks[-1])]:.3f}", "MRR": f"{run['mrr']:.3f}"}
+        row |= {f"MRR {p}": f"{f['mrr']:.3f}" for p, f in run["by_phrasing"].items()}
+        row |= {f"missed@{ks[-1]}": len(missed(run, ks[-1])), "ms/query": f"{run['latency_ms']['median']:.2f}"}
+        rows.append(row)
+    return pd.DataFrame(rows).to_string(index=False)
+
+
+def missed(run: dict, k: int) -> list[dict]:
+    """The run's queries whose needle is not in its top k, worst first (no chunk holds it whole: worst of all)."""
+    out = [d for d in run["per_query"] if d["rank"] is None or d["rank"] > k]
+    return sorted(out, key=lambda d: (-(d["rank"] or 10**9), d["query"]))
 
 
 def _png(fig) -> str:
@@ -200,7 +161,7 @@ def _png(fig) -> str:
     return f'<img alt="plot" src="data:image/png;base64,{data}">'
 
 
-def recall_plot(runs: Sequence[dict]) -> str:
+def recall_plot(runs: Sequence[dict], ks: Sequence[int]) -> str:
     """Recall@k per run, with its interval over questions as error bars, as an inline PNG."""
     import matplotlib
 
@@ -209,12 +170,12 @@ def recall_plot(runs: Sequence[dict]) -> str:
 
     fig, ax = plt.subplots(figsize=(7, 3.8))
     for i, run in enumerate(runs):
-        ks = np.array(KS, dtype=float) * (1 + 0.03 * (i - len(runs) / 2))  # side by side, not on top
-        value = np.array([run["recall"][str(k)] for k in KS])
-        low, high = (np.array([run["recall_interval"][str(k)][j] for k in KS]) for j in (0, 1))
-        ax.errorbar(ks, value, yerr=[value - low, high - value], marker="o", capsize=3, label=_label(run))
+        xs = np.array(ks, dtype=float) * (1 + 0.03 * (i - len(runs) / 2))  # side by side, not on top
+        value = np.array([run["recall"][str(k)] for k in ks])
+        low, high = (np.array([run["recall_interval"][str(k)][j] for k in ks]) for j in (0, 1))
+        ax.errorbar(xs, value, yerr=[value - low, high - value], marker="o", capsize=3, label=run["label"])
     ax.set_xscale("log")
-    ax.set_xticks(KS, [str(k) for k in KS])
+    ax.set_xticks(list(ks), [str(k) for k in ks])
     ax.set_xlabel("k")
     ax.set_ylabel("recall@k (95 % interval over questions)")
     ax.set_ylim(0, 1.05)
@@ -248,22 +209,52 @@ def _table(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, escape=True, border=0, na_rep="")
 
 
-def _runs_table(runs: Sequence[dict]) -> pd.DataFrame:
+def _runs_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
     rows = []
     for run in runs:
-        row = {"run": _label(run), "queries": run["queries"]}
-        row |= {f"R@{k}": with_interval(run["recall"][str(k)], *run["recall_interval"][str(k)]) for k in KS}
-        row |= {"MRR": f"{run['mrr']:.3f}", "answers destroyed": len(run["answers_destroyed"])}
+        row = {"run": run["label"], "queries": run["queries"]}
+        row |= {f"R@{k}": with_interval(run["recall"][str(k)], *run["recall_interval"][str(k)]) for k in ks}
+        row |= {f"nDCG@{ks[-1]}": f"{run['ndcg'][str(ks[-1])]:.3f}", "MRR": f"{run['mrr']:.3f}",
+                "ms/query": f"{run['latency_ms']['median']:.2f}", "answers destroyed": len(run["answers_destroyed"])}
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def _paired_table(paired: Sequence[dict]) -> pd.DataFrame:
-    from ..evaluation import Paired
+def _phrasing_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
+    rows = [{"run": run["label"], "phrasing": p, "queries": f["queries"]}
+            | {f"R@{k}": f"{f['recall'][str(k)]:.3f}" for k in ks}
+            | {f"nDCG@{ks[-1]}": f"{f['ndcg'][str(ks[-1])]:.3f}", "MRR": f"{f['mrr']:.3f}",
+               f"missed@{ks[-1]}": sum(1 for d in missed(run, ks[-1]) if d["phrasing"] == p)}
+            for run in runs for p, f in run["by_phrasing"].items()]
+    return pd.DataFrame(rows)
 
-    rows = [{"run": _label(p), "against": _label(p["against"]), "metric": p["metric"],
+
+def _missed_table(run: dict, k: int) -> pd.DataFrame:
+    rows = []
+    for d in missed(run, k)[:MISSED_SHOWN]:
+        first = d["first"] or {}
+        rows.append({"rank": "none holds it" if d["rank"] is None else d["rank"], "query": d["query"],
+                     "asked": d["text"], "needle in": (d["needle_chunk"] or {}).get("locator", d["doc"]),
+                     "ranked first instead": first.get("locator", ""), "section": first.get("section", ""),
+                     "its text": first.get("excerpt", "")})
+    return pd.DataFrame(rows)
+
+
+def _missed_section(runs: Sequence[dict], k: int) -> list[str]:
+    parts = [f"<h2 id='missed'>Missed questions</h2><p class='note'>Per run, the queries whose needle is not in "
+             f"the top {k}, worst first, with the chunk ranked first instead (at most {MISSED_SHOWN} a run; "
+             "every query is in the run's CSV).</p>"]
+    for run in runs:
+        rows = missed(run, k)
+        parts.append(f"<h3>{html.escape(run['label'])}: {len(rows)} of {run['queries']} missed</h3>")
+        parts.append(_table(_missed_table(run, k)) if rows else "<p>None.</p>")
+    return parts
+
+
+def _paired_table(paired: Sequence[dict]) -> pd.DataFrame:
+    rows = [{"run": p["label"], "against": p["against"]["label"], "metric": p["metric"],
              "wins": p["wins"], "losses": p["losses"], "p": f"{p['p']:.4f}",
-             "reading": verdict(Paired(p["wins"], p["losses"], p["p"]), _label(p), _label(p["against"]))}
+             "reading": verdict(Paired(p["wins"], p["losses"], p["p"]), p["label"], p["against"]["label"])}
             for p in paired]
     return pd.DataFrame(rows)
 
@@ -278,26 +269,42 @@ def _destroyed_table(runs: Sequence[dict]) -> pd.DataFrame:
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}th,td{padding:.25em .6em;
-border-bottom:1px solid #ddd;text-align:left}th{background:#f4f4f4}h2{margin-top:1.6em}
+border-bottom:1px solid #ddd;text-align:left;vertical-align:top}th{background:#f4f4f4}h2{margin-top:1.6em}
 .note{color:#555;font-size:.9em}img{max-width:100%}"""
 
 
-def render(results: dict) -> str:
-    """The report as one HTML page, from the `results.json` dictionary alone."""
-    c, runs, paired, rows = results["corpus"], results["runs"], results["paired"], results["sweep"]
-    e = html.escape
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ragcourse eval report</title>"
-             f"<style>{_STYLE}</style></head><body><h1>ragcourse eval report</h1>",
-             "<h2 id='corpus'>Corpus</h2>",
+def _corpus_section(c: dict) -> list[str]:
+    parts = ["<h2 id='corpus'>Corpus</h2>",
              f"<p>{c['documents']} documents, {c['characters']:,} characters, {c['sections']} sections; "
-             f"{len(c['failed'])} file(s) failed.</p>"]
+             f"{len(c['failed'])} file(s) failed; {len(c['skipped'])} file(s) are not documents.</p>"]
     if c["failed"]:
         parts.append(_table(pd.DataFrame(c["failed"])[["path", "reason"]]))
-    parts += ["<h2 id='runs'>Runs</h2><p class='note'>Recall@k with its 95 % t interval over questions "
-              "(a question's two phrasings are not independent), clipped to [0, 1]; MRR over queries.</p>",
-              _table(_runs_table(runs)), "<h2 id='recall'>Recall@k</h2>", recall_plot(runs),
-              f"<h2 id='paired'>Paired tests against {e(_label(runs[0]))}</h2>",
-              "<p class='note'>Question by question: wins and losses, exact sign test.</p>",
+    if c["skipped"]:
+        parts.append(f"<details><summary>{len(c['skipped'])} file(s) skipped: not documents by type (read: "
+                     ".md .markdown .rst .txt .html .htm .pdf)</summary>"
+                     + _table(pd.DataFrame({"path": c["skipped"]})) + "</details>")
+    return parts
+
+
+def render(results: dict) -> str:
+    """The report as one HTML page, from the `results.json` dictionary alone: failures first."""
+    c, runs, paired, rows = results["corpus"], results["runs"], results["paired"], results["sweep"]
+    ks = results.get("ks", list(DEFAULT_KS))
+    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ragcourse eval report</title>"
+             f"<style>{_STYLE}</style></head><body><h1>ragcourse eval report</h1>", *_corpus_section(c),
+             "<h2 id='runs'>Runs</h2><p class='note'>Recall@k with its 95 % t interval over questions (a question's "
+             "two phrasings are not independent), clipped to [0, 1]; nDCG (binary relevance) and MRR over "
+             "queries; median time to rank one query, reranking included (embeddings excluded: the query's, "
+             "and for late interaction its token vectors, are computed beforehand).</p>",
+             _table(_runs_table(runs, ks))]
+    if any(run["by_phrasing"] for run in runs):
+        parts += ["<h2 id='phrasing'>By phrasing</h2><p class='note'>The same runs, documentation phrasing and "
+                  "ticket phrasing apart: plain means over each phrasing's queries.</p>",
+                  _table(_phrasing_table(runs, ks))]
+    parts += _missed_section(runs, ks[-1])
+    parts += ["<h2 id='recall'>Recall@k</h2>", recall_plot(runs, ks), "<h2 id='paired'>Paired tests</h2>",
+              "<p class='note'>Question by question, each run against the baseline and each reranked run against "
+              "its own first stage: wins and losses, exact sign test.</p>",
               _table(_paired_table(paired)) if paired else "<p>Only one run: nothing to pair.</p>",
               "<h2 id='destroyed'>Answers destroyed by chunking</h2>", _table(_destroyed_table(runs)),
               "<h2 id='sweep'>Threshold sweep</h2>"]

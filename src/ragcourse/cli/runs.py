@@ -1,0 +1,289 @@
+"""The book's measurements on your own folder, query by query (`ragcourse eval`): what `results.json` holds.
+
+`measure` runs every strategy x method (x rerank) over a `folder.FolderCorpus` with the package's
+own pieces: `pipeline.build` chunks and indexes, `evaluation.evaluate` finds each query's first
+chunk holding its needle, `evaluation.share_over_questions` gives intervals over questions (a
+question's phrasings are not independent), `evaluation.compare` pairs runs question by question,
+and `evaluation.sweep` runs the gate at chapter 6's cuts when out-of-domain queries are given.
+
+Per query it keeps what a practitioner acts on: the rank of the first chunk holding the needle,
+that chunk, and the chunk ranked first instead (document, section, locator, excerpt), the
+ranking time, and the top of the ranking for a TREC run file. Each run is split by phrasing when
+the questions have two. Paired tests compare each run with the baseline (`--baseline`, else the
+first run), and each reranked run with its own first stage. Every float is rounded at the source
+(`precision.rounded`: 3 places, p-values 4), so everything but the latencies is the same on every machine.
+
+Leaves out: graded relevance (a needle is in one chunk: nDCG is binary), rerank runs in the sweep
+(the gate reads the first stage's cosine distances), and any choice of a cut for you.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import pipeline
+from ..chunking import Chunk
+from ..corpus import collapse, profile
+from ..dense import Embedder, top_hits
+from ..evaluation import SWEEP_COLUMNS, answers_destroyed, compare, evaluate, per_question, share_over_questions, sweep
+from ..groundtruth import OutOfDomain, Query, Question
+from ..precision import rounded
+from .folder import FolderCorpus, folder_queries
+
+DEFAULT_KS = (1, 4, 8, 20)
+#: Chapter 6's cuts (cosine distance), then no threshold at all (written as null).
+CUTS = tuple(round(0.300 + 0.025 * i, 3) for i in range(27)) + (math.inf,)
+GATE_K = 4
+#: How much of a ranking a TREC run file keeps per query, and how long a chunk's excerpt is.
+TREC_DEPTH, EXCERPT = 100, 240
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One strategy x method (x rerank): per-query table, per-query details, ranking tops, cut answers."""
+
+    strategy: str
+    method: str
+    rerank: bool
+    per_query: pd.DataFrame  # evaluate's columns, ndcg@k, latency_ms
+    details: tuple[dict, ...]
+    top: dict  # query id -> chunk ids, best first (TREC_DEPTH of them)
+    destroyed: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return label_of(self.strategy, self.method, self.rerank)
+
+
+def label_of(strategy: str, method: str, rerank: bool) -> str:
+    """A run's name, as `--baseline` takes it: `label_of("E", "hybrid", True) -> "E/hybrid+rerank"`."""
+    return f"{strategy}/{method}" + ("+rerank" if rerank else "")
+
+
+def ndcg(rank: int | None, k: int) -> float:
+    """nDCG@k with binary relevance and one relevant chunk (Järvelin & Kekäläinen, 2002).
+
+    DCG@k = sum over ranks r <= k of rel_r / log2(r + 1); the ideal ranking puts the one relevant
+    chunk first, so IDCG = 1 and nDCG@k = 1 / log2(rank + 1) when rank <= k, else 0.
+
+    >>> ndcg(1, 4), round(ndcg(3, 4), 4), ndcg(5, 4), ndcg(None, 4)
+    (1.0, 0.5, 0.0, 0.0)
+    """
+    return 0.0 if rank is None or rank > k else 1.0 / math.log2(rank + 1)
+
+
+def chunk_entry(chunk: Chunk) -> dict:
+    """Where a chunk is and what it says: document, section, locator (RFC 5147 `#char=`) and an excerpt."""
+    text = collapse(chunk.content)
+    return {"id": chunk.id, "doc": chunk.doc_id, "section": chunk.section, "start": chunk.start, "end": chunk.end,
+            "locator": f"{chunk.doc_id}#char={chunk.start},{chunk.end}",
+            "excerpt": text if len(text) <= EXCERPT else text[:EXCERPT - 1] + "…"}
+
+
+def _detail(q: Query, ranking: Sequence[Chunk], rank: int | None, ms: float) -> dict:
+    """One query's row of `results.json`: its rank, the chunk holding the needle, the chunk first instead."""
+    return {"query": q.id, "question": q.question_id, "phrasing": q.phrasing, "text": q.text, "doc": q.doc,
+            "rank": rank, "latency_ms": round(ms, 3),
+            "needle_chunk": None if rank is None else chunk_entry(ranking[rank - 1]),
+            "first": None if rank == 1 or not ranking else chunk_entry(ranking[0])}
+
+
+def _timed(rank_one: Callable[[Query], list], qs: Sequence[Query]) -> tuple[dict, dict]:
+    """query id -> what `rank_one` returns, and query id -> milliseconds it took."""
+    out, ms = {}, {}
+    for q in qs:
+        started = time.perf_counter()
+        out[q.id] = rank_one(q)
+        ms[q.id] = 1000 * (time.perf_counter() - started)
+    return out, ms
+
+
+def make_run(strategy: str, method: str, rerank: bool, rankings: dict, ms: dict, qs: Sequence[Query],
+             ks: Sequence[int], destroyed: tuple[str, ...]) -> Run:
+    """A Run from full rankings (query id -> chunks) and their times."""
+    table = evaluate(rankings, qs, ks)
+    ranks = [None if pd.isna(r) else int(r) for r in table["rank"]]
+    for k in ks:
+        table[f"ndcg@{k}"] = [ndcg(r, k) for r in ranks]
+    table["latency_ms"] = [ms[q.id] for q in qs]
+    details = tuple(_detail(q, rankings[q.id], r, ms[q.id]) for q, r in zip(qs, ranks, strict=True))
+    top = {q.id: [c.id for c in rankings[q.id][:TREC_DEPTH]] for q in qs}
+    return Run(strategy, method, rerank, table, details, top, destroyed)
+
+
+def _destroyed(retriever: pipeline.Retriever, questions: Sequence[Question]) -> tuple[str, ...]:
+    """Ids of the questions whose needle no chunk of this strategy holds whole."""
+    cut = set(answers_destroyed(retriever.chunks, [q.needle for q in questions]))
+    return tuple(q.id for q in questions if q.needle in cut)
+
+
+def _hits(retriever: pipeline.Retriever, text: str, vector: np.ndarray, method: str) -> list:
+    """The first stage's top GATE_K as Hits with cosine distances (what `Retriever.retrieve` gives)."""
+    distances = retriever.dense.distances(vector)
+    return top_hits(retriever.chunks, distances, GATE_K, ranking=retriever.rank(text, method, vector))
+
+
+def _sweep_rows(retriever, method, qs, vectors, ood, ood_vectors) -> list[dict]:
+    in_domain = [(_hits(retriever, q.text, vectors[q.id], method), q.needle) for q in qs]
+    outside = [_hits(retriever, o.query, ood_vectors[o.id], method) for o in ood]
+    table = sweep(in_domain, outside, CUTS, k=GATE_K)
+    rows = []
+    for row in table.to_dict("records"):
+        row = {c: (None if c == "cut" and math.isinf(row[c]) else row[c]) for c in SWEEP_COLUMNS}
+        rows.append({"strategy": retriever.strategy, "method": method, **row})
+    return rows
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What `measure` runs: strategies, methods, rerank, cut-offs, the baseline's label, and the reranker."""
+
+    strategies: tuple[str, ...]
+    methods: tuple[str, ...]
+    rerank: bool = False
+    ks: tuple[int, ...] = DEFAULT_KS
+    baseline: str | None = None
+    reranker: Callable | None = None  # makes the reranker (one for all runs: it keeps passage vectors)
+
+
+def _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed) -> list[Run]:
+    """The run of one method on one strategy, and its reranked run when asked for."""
+    from ..rerank import rerank_head
+
+    positions, ms = _timed(lambda q: retriever.rank(q.text, method, vectors.get(q.id)), qs)
+    rankings = pipeline.ranked_chunks(retriever.chunks, positions)
+    runs = [make_run(retriever.strategy, method, False, rankings, ms, qs, settings.ks, destroyed)]
+    if reranker is not None:
+        reranked, extra = _timed(lambda q: rerank_head(reranker, q.text, rankings[q.id]), qs)
+        total = {q: ms[q] + extra[q] for q in ms}
+        runs.append(make_run(retriever.strategy, method, True, reranked, total, qs, settings.ks, destroyed))
+    return runs
+
+
+def _warm(reranker, chunks: Sequence[Chunk], qs: Sequence[Query]) -> None:
+    """Load the reranker and, for late interaction, every chunk's and query's token vectors (embeddings, as the
+    first stage's are), so a reranked run's latency is the reranking itself, the same in every run."""
+    if hasattr(reranker, "passage_tokens"):
+        reranker.passage_tokens([getattr(c, getattr(reranker, "use", "text")) for c in chunks])
+        for q in qs:
+            reranker.query_tokens(q.text)
+    else:
+        reranker.score(qs[0].text, [chunks[0].text])
+
+
+def _query_vectors(embedder: Embedder, texts: dict[str, str]) -> dict:
+    return dict(zip(texts, embedder.encode_queries(list(texts.values())), strict=True)) if texts else {}
+
+
+def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: Sequence[OutOfDomain],
+            settings: Settings, embedder: Embedder, progress: Progress = lambda _: None,
+            bar: bool | None = None) -> tuple[dict, list[Run]]:
+    """Every run on the folder: the `results.json` dictionary (rounded at the source) and the Runs."""
+    if len(questions) < 2:
+        raise ValueError(f"{len(questions)} question(s): intervals over questions need at least 2")
+    qs = folder_queries(questions)
+    vectors = _query_vectors(embedder, {q.id: q.text for q in qs})
+    ood_vectors = _query_vectors(embedder, {o.id: o.query for o in out_of_domain})
+    runs, rows = [], []
+    reranker = settings.reranker() if settings.rerank and settings.reranker else None
+    for strategy in settings.strategies:
+        progress(f"strategy {strategy}: chunking and embedding {len(corpus.documents)} documents")
+        retriever = pipeline.build(strategy, corpus=list(corpus.documents), embedder=embedder, progress=bar)
+        destroyed = _destroyed(retriever, questions)
+        if reranker is not None and retriever.chunks:
+            progress(f"strategy {strategy}: preparing the reranker")
+            _warm(reranker, retriever.chunks, qs)
+        for method in settings.methods:
+            progress(f"{strategy}/{method}: ranking {len(qs)} queries" + (" and reranking" if reranker else ""))
+            runs += _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed)
+            if out_of_domain:
+                rows += _sweep_rows(retriever, method, qs, vectors, out_of_domain, ood_vectors)
+    results = {"corpus": corpus_summary(corpus), "ks": list(settings.ks),
+               "runs": [run_entry(r, settings.ks) for r in runs],
+               "paired": paired_entries(runs, settings.ks, settings.baseline), "sweep": rounded(rows)}
+    return results, runs
+
+
+def corpus_summary(corpus: FolderCorpus) -> dict:
+    """Documents, characters and `## ` sections; every failed file with its reason; the files not documents."""
+    table = profile(list(corpus.documents))
+    return {"documents": len(corpus.documents), "characters": int(table["characters"].sum()),
+            "sections": int(table["sections"].sum()),
+            "failed": [{"path": f.path, "reason": f.reason} for f in corpus.failed],
+            "skipped": list(corpus.skipped)}
+
+
+def _figures(table: pd.DataFrame, ks: Sequence[int]) -> dict:
+    """Recall@k, nDCG@k and MRR: plain means over the table's queries."""
+    return {"queries": len(table), "recall": {str(k): float(table[f"hit@{k}"].mean()) for k in ks},
+            "ndcg": {str(k): float(table[f"ndcg@{k}"].mean()) for k in ks}, "mrr": float(table["rr"].mean())}
+
+
+def run_entry(run: Run, ks: Sequence[int]) -> dict:
+    """One run as `results.json` holds it: figures with 95 % t intervals over questions, by phrasing, per query."""
+    table = run.per_query
+    entry = {"strategy": run.strategy, "method": run.method, "rerank": run.rerank, "label": run.label,
+             **_figures(table, ks)}
+    entry["recall_interval"] = {str(k): list(share_over_questions(table["query"], table[f"hit@{k}"])[1:])
+                                for k in ks}
+    phrasings = list(dict.fromkeys(table["phrasing"]))
+    entry["by_phrasing"] = {p: _figures(table[table["phrasing"] == p], ks) for p in phrasings} \
+        if len(phrasings) > 1 else {}
+    entry["latency_ms"] = {"median": float(table["latency_ms"].median()),
+                           "p95": float(table["latency_ms"].quantile(0.95))}
+    entry["answers_destroyed"] = list(run.destroyed)
+    entry = rounded(entry)
+    entry["per_query"] = list(run.details)
+    return entry
+
+
+def without_latency(results: dict) -> dict:
+    """`results` without its latencies, in place: what two runs on the same folder and questions agree on."""
+    for run in results["runs"]:
+        run.pop("latency_ms")
+        for query in run["per_query"]:
+            query.pop("latency_ms")
+    return results
+
+
+def _pairs(runs: Sequence[Run], baseline: str | None) -> list[tuple[Run, Run]]:
+    """(run, against) pairs: every run against the baseline, and each reranked run against its first stage."""
+    by_label = {r.label: r for r in runs}
+    if baseline is not None and baseline not in by_label:
+        raise ValueError(f"--baseline {baseline!r} is not one of the runs: {list(by_label)}")
+    base = by_label[baseline] if baseline else runs[0]
+    pairs = [(r, base) for r in runs if r is not base]
+    pairs += [(r, by_label[label_of(r.strategy, r.method, False)]) for r in runs
+              if r.rerank and by_label[label_of(r.strategy, r.method, False)] is not base]
+    return pairs
+
+
+def paired_entries(runs: Sequence[Run], ks: Sequence[int], baseline: str | None = None) -> list[dict]:
+    """Each pair of `_pairs`, question by question: wins, losses and the exact sign test's p per metric."""
+    if not runs:
+        return []
+    out = []
+    for run, against in _pairs(runs, baseline):
+        mine, theirs = _by_question(run.per_query, ks), _by_question(against.per_query, ks)
+        for metric in [f"hit@{k}" for k in ks] + ["rr"]:
+            result = compare(mine, theirs, metric)
+            name = "MRR" if metric == "rr" else "R@" + metric.removeprefix("hit@")
+            out.append({"strategy": run.strategy, "method": run.method, "rerank": run.rerank, "label": run.label,
+                        "against": {"strategy": against.strategy, "method": against.method,
+                                    "rerank": against.rerank, "label": against.label},
+                        "metric": name, "wins": result.wins, "losses": result.losses, "p": rounded(result.p, 4)})
+    return out
+
+
+def _by_question(per_query: pd.DataFrame, ks: Sequence[int]) -> pd.DataFrame:
+    """The per-query table averaged over each question's phrasings (`evaluation.per_question`)."""
+    columns = [f"hit@{k}" for k in ks] + ["rr"]
+    return pd.DataFrame({c: per_question(per_query, c) for c in columns}).rename_axis("query").reset_index()

@@ -1,0 +1,278 @@
+"""`ragcourse eval` on a folder of RST documents: failures first, phrasings apart, CSV and TREC files, and the
+inputs that could lose a user's files. A stand-in embedder (hashed 8-dim vectors) keeps these fast; the
+real model runs in test_eval_cli.py and test_wheel_install.py. Every document is written for the test.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from ragcourse import dense
+from ragcourse.cli import main, report
+
+ROPE = """Rope handling
+=============
+
+Coil the rope in loops of equal length so it pays out without tangles.
+
+Knots
+-----
+
+A figure eight knot at each end stops the rope sliding through a belay device.
+
+Storage
+-------
+
+Dry the rope away from sunlight before you store it.
+"""
+
+TENTS = """Tent care
+=========
+
+Shake the sand out of the tent before you pack it away.
+
+Pitching
+--------
+
+Pitch the tent on flat ground, away from dry stream beds.
+
+Repairs
+-------
+
+A torn mesh panel is patched from the inside with repair tape.
+"""
+
+STOVES = """Stove safety
+============
+
+Gas stoves need a wind shield on exposed ridges.
+
+Fumes
+-----
+
+Never cook inside the inner tent, because carbon monoxide gathers there.
+
+Fuel
+----
+
+Spare canisters are kept upright in the shade during the day.
+"""
+
+QUESTIONS = [
+    {"id": "knot", "needle": "A figure eight knot at each end stops the rope sliding through a belay device.",
+     "question": "Which knot stops a rope sliding through a belay device?", "ticket": "rope slipped out, help"},
+    {"id": "dry", "needle": "Dry the rope away from sunlight before you store it.",
+     "question": "How is a rope dried before storage?", "ticket": "wet cord what now"},
+    {"id": "pitch", "needle": "Pitch the tent on flat ground, away from dry stream beds.",
+     "question": "Where should a tent be pitched?", "ticket": "woke up in a puddle"},
+    {"id": "fumes", "needle": "Never cook inside the inner tent, because carbon monoxide gathers there.",
+     "question": "Why never cook inside the inner tent?", "ticket": "headache after breakfast"},
+    {"id": "fuel", "needle": "Spare canisters are kept upright in the shade during the day.",
+     "question": "How are spare gas canisters kept?", "ticket": "canister hissing"},
+]
+
+
+class HashedModel:
+    """A stand-in sentence-transformers model: 8-dim unit vectors from a hash of the text."""
+
+    def get_embedding_dimension(self):
+        return 8
+
+    def encode(self, texts, **kwargs):
+        rows = [np.frombuffer(dense.text_key(t).encode()[:8], dtype=np.uint8).astype(np.float32) + 1 for t in texts]
+        return np.stack([r / np.linalg.norm(r) for r in rows])
+
+
+@pytest.fixture
+def stand_in(monkeypatch, tmp_path):
+    def load(cache_dir=None):
+        return dense.Embedder(model=HashedModel(), name="stand-in", fingerprint="stand-in", cache_dir=cache_dir)
+
+    monkeypatch.setattr(dense, "load_embedder", load)
+    monkeypatch.setenv("RAGCOURSE_CACHE", str(tmp_path / "user-cache"))
+
+
+def write_folder(root):
+    root.mkdir(parents=True)
+    for name, text in (("rope.rst", ROPE), ("tents.rst", TENTS), ("stoves.rst", STOVES)):
+        (root / name).write_text(text, encoding="utf-8")
+    (root / "diagram.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(16))
+    return root
+
+
+def write_questions(path, rows=QUESTIONS):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def rst_eval(tmp_path, stand_in, capsys):
+    docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl")
+    argv = ["eval", str(docs), "--questions", str(questions), "--methods", "bm25,dense", "--k", "1,2",
+            "--baseline", "E/dense", "--out", str(tmp_path / "out")]
+    assert main(argv) == 0
+    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    return tmp_path / "out", results, capsys.readouterr()
+
+
+def test_an_rst_folder_has_sections_ranks_and_phrasings(rst_eval, tmp_path):
+    out, results, printed = rst_eval
+    assert results["corpus"]["documents"] == 3 and results["corpus"]["sections"] == 6  # two per page
+    assert results["corpus"]["skipped"] == ["diagram.png"] and results["corpus"]["failed"] == []
+    assert results["ks"] == [1, 2]
+    for run in results["runs"]:
+        ranks = {d["query"]: d["rank"] for d in run["per_query"]}
+        assert len(ranks) == 10 and all(isinstance(r, int) and r >= 1 for r in ranks.values())
+        for phrasing in ("doc", "ticket"):
+            own = [r for q, r in ranks.items() if q.endswith("/" + phrasing)]
+            figures = run["by_phrasing"][phrasing]
+            assert figures["queries"] == 5
+            assert figures["mrr"] == round(sum(1 / r for r in own) / 5, 3)
+            assert figures["recall"]["1"] == round(sum(r == 1 for r in own) / 5, 3)
+        assert run["mrr"] == round(sum(1 / r for r in ranks.values()) / 10, 3)
+        assert run["ndcg"]["2"] == round(sum((1.0 if r == 1 else 1 / np.log2(3) if r == 2 else 0.0)
+                                             for r in ranks.values()) / 10, 3)
+    assert "1 file(s) skipped: not documents by type" in printed.out and "FAILED" not in printed.out
+    assert "MRR ticket" in printed.out and "missed@2" in printed.out  # the terminal summary table
+    assert (tmp_path / "user-cache" / "embeddings" / "stand-in.npz").is_file()  # $RAGCOURSE_CACHE, not the checkout
+
+
+def test_missed_questions_show_what_was_retrieved_instead(rst_eval):
+    out, results, _ = rst_eval
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "id='missed'" in page and "id='phrasing'" in page
+    for run in results["runs"]:
+        missed = report.missed(run, 2)
+        assert [d["rank"] for d in missed] == sorted((d["rank"] for d in missed), reverse=True)  # worst first
+        assert {d["query"] for d in missed} == {d["query"] for d in run["per_query"] if d["rank"] > 2}
+        for d in run["per_query"]:
+            if d["rank"] > 1:
+                first, held = d["first"], d["needle_chunk"]
+                assert first["doc"].endswith(".rst") and first["locator"].startswith(first["doc"] + "#char=")
+                assert first["excerpt"] and first["id"] != held["id"]
+                assert " ".join(d["text"].split()) and held["excerpt"].startswith(" ".join(
+                    next(q["needle"] for q in QUESTIONS if q["id"] == d["question"]).split()[:3]))
+            else:
+                assert d["first"] is None
+    all_missed = [d for run in results["runs"] for d in report.missed(run, 2)]
+    assert all_missed, "the stand-in embedder and BM25 miss some ticket phrasings at 2"
+    assert all(f"<td>{d['text']}</td>" in page for d in all_missed)
+
+
+def test_csv_and_trec_files_hold_one_row_per_query(rst_eval):
+    out, results, _ = rst_eval
+    for run in results["runs"]:
+        name = run["label"].replace("/", "-")
+        with open(out / f"queries-{name}.csv", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+        assert [r["query"] for r in rows] == [d["query"] for d in run["per_query"]]
+        assert [int(r["rank"]) for r in rows] == [d["rank"] for d in run["per_query"]]
+        lines = [line.split() for line in (out / f"run-{name}.trec").read_text().splitlines()]
+        assert all(len(parts) == 6 and parts[1] == "Q0" and parts[5] == name for parts in lines)
+        for d in run["per_query"]:  # ranks 1, 2, ... with falling scores; the needle's chunk at its rank
+            mine = [p for p in lines if p[0] == d["query"]]
+            assert [int(p[3]) for p in mine] == list(range(1, len(mine) + 1))
+            assert [int(p[4]) for p in mine] == sorted((int(p[4]) for p in mine), reverse=True)
+            assert mine[d["rank"] - 1][2] == d["needle_chunk"]["id"]
+    qrels = [line.split() for line in (out / "qrels-E.trec").read_text().splitlines()]
+    assert len(qrels) == 10 and all(p[1] == "0" and p[3] == "1" for p in qrels)
+
+
+def test_the_baseline_and_each_rerank_are_paired(rst_eval):
+    _, results, _ = rst_eval
+    assert {(p["label"], p["against"]["label"]) for p in results["paired"]} == {("E/bm25", "E/dense")}
+    assert len(results["paired"]) == 3  # R@1, R@2, MRR
+
+
+def test_an_unknown_baseline_or_k_exits_2(tmp_path, stand_in, capsys):
+    docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl")
+    assert main(["eval", str(docs), "--questions", str(questions), "--baseline", "E/sparse",
+                 "--out", str(tmp_path / "out")]) == 2
+    assert "--baseline 'E/sparse' is not one of this command's runs" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["eval", str(docs), "--questions", str(questions), "--k", "0,4", "--out", str(tmp_path / "out")])
+    assert "k='0,4': expected comma-separated integers >= 1" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_title_is_refused_as_a_needle(tmp_path, stand_in, capsys):
+    docs = write_folder(tmp_path / "docs")
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS + [
+        {"id": "title", "needle": "Stove safety", "question": "What is the stove page called?"}])
+    assert main(["eval", str(docs), "--questions", str(questions), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "q.jsonl:6: title: needle is (part of) the title of 'stoves.rst' ('Stove safety')" in err
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS + [
+        {"id": "head", "needle": "Repairs", "question": "Which section covers repairs?"}])
+    assert main(["eval", str(docs), "--questions", str(questions), "--out", str(tmp_path / "out")]) == 2
+    assert "needle is (part of) a section heading: 'Repairs'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- never lose a user's file
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fail if eval gets as far as loading an embedder: a refusal must come first."""
+    monkeypatch.setattr(dense, "load_embedder", lambda *a, **k: pytest.fail("eval started working"))
+
+
+@pytest.mark.parametrize("where", ["docs", "docs/report", "docs/sub/deeper"])
+def test_an_out_folder_inside_the_documents_is_refused(tmp_path, no_work, capsys, where):
+    docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl")
+    (docs / "report.html").write_text("<p>my own report</p>", encoding="utf-8")
+    before = sorted(p.relative_to(docs).as_posix() for p in docs.rglob("*"))
+    assert main(["eval", str(docs), "--questions", str(questions), "--out", str(tmp_path / where)]) == 2
+    assert "is inside DOCS_DIR" in capsys.readouterr().err
+    assert sorted(p.relative_to(docs).as_posix() for p in docs.rglob("*")) == before
+    assert (docs / "report.html").read_text(encoding="utf-8") == "<p>my own report</p>"
+
+
+def test_a_folder_of_someone_elses_files_is_never_written(tmp_path, no_work, capsys):
+    docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.html").write_text("keep me", encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--out", str(mine)]) == 2
+    assert "holds files that ragcourse eval did not write" in capsys.readouterr().err
+    assert [p.name for p in mine.iterdir()] == ["report.html"]
+    assert (mine / "report.html").read_text(encoding="utf-8") == "keep me"
+
+
+def test_a_second_run_replaces_only_what_the_first_wrote(tmp_path, stand_in):
+    docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl")
+    out = tmp_path / "out"
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25,dense", "--out", str(out)]) == 0
+    (out / "my-notes.txt").write_text("my notes on the run", encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
+    assert (out / "my-notes.txt").read_text(encoding="utf-8") == "my notes on the run"
+    assert not (out / "queries-E-dense.csv").exists()  # the first run's file, which this run did not write
+    marker = json.loads((out / report.MARKER).read_text(encoding="utf-8"))
+    assert sorted(p.name for p in out.iterdir()) == sorted([*marker["files"], report.MARKER, "my-notes.txt"])
+
+
+# ---------------------------------------------------------------- the questions template
+
+
+def test_the_needles_template_names_its_blanks_and_is_accepted_once_filled(tmp_path, stand_in, capsys):
+    docs = write_folder(tmp_path / "docs")
+    assert main(["needles", str(docs), "--n", "4"]) == 0
+    printed = capsys.readouterr()
+    records = [json.loads(line) for line in printed.out.splitlines()]
+    assert len(records) == 4 and all(r["question"] == "" and r["ticket"] == "" for r in records)
+    assert "Blank in every record: 'question' (required" in printed.err
+    template = write_questions(tmp_path / "template.jsonl", records)
+    out = tmp_path / "out"
+    assert main(["eval", str(docs), "--questions", str(template), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "'question' is blank on 4 of 4 line(s): line 1 (n001), line 2 (n002)" in err
+    for r in records:
+        r["question"] = "What does the page say about " + r["needle"].split()[1] + "?"
+    assert main(["eval", str(docs), "--questions", str(write_questions(template, records)),
+                 "--methods", "bm25", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["runs"][0]["queries"] == 4  # a blank ticket is no ticket
