@@ -216,6 +216,8 @@ def grade_submission(data: bytes, chapter: Chapter, limits: Limits, unsafe: bool
     if not isinstance(values, dict):
         why = "not graded: " + (run.notes[-1] if len(run.notes) > unsafe else "the answers did not come back")
         return {ex: (0.0, why) for ex in why_zero}, run
+    if isinstance(exported.get("environment"), dict):
+        run.environment = {str(k)[:40]: _bounded(v, 80) for k, v in list(exported["environment"].items())[:40]}
     if isinstance(exported.get("variant"), str) and exported["variant"] != str(variant()):
         run.notes.append(f"the notebook set {VARIANT_ENV}={_bounded(exported['variant'], 20)}; "
                          f"graded as variant {variant()}")
@@ -374,6 +376,10 @@ def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limi
                          f"{sorted(p.stem[2:] for p in checks_dir.glob('ch[0-9][0-9].py'))}")
     open_chapters = {c: Chapter(c, checks_dir / f"ch{c}.py", _reference(checks_dir / f"ch{c}.py", reference),
                                 limits, unsafe) for c in chapters}
+    for name in skipped:  # a link or a file where a student's folder should be: that student's row says so
+        fake = Path(name)
+        rows, feedback = _failed_student(fake, open_chapters, ValueError("not a real folder (a link is not followed)"))
+        output.student(name, rows, feedback)
     try:
         for chapter in open_chapters.values():
             log(f">> chapter {chapter.chapter}: running the reference {chapter.reference.name} for the checks")
