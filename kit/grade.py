@@ -41,6 +41,7 @@ CHAPTER_FILE = re.compile(r"^(\d\d)[-_. ]")
 COLUMNS = ("student", "chapter", "exercise", "points", "max_points", "feedback")
 MAX_NOTEBOOK = 64 << 20  # bytes: a notebook with its outputs; a bigger file is not read
 MAX_FEEDBACK = 500
+DEFAULT_LIMITS = Limits()
 UNSAFE_NOTE = "graded WITHOUT a sandbox (--unsafe): the grader did not isolate this notebook"
 
 __all__ = ["COLUMNS", "Kernel", "Limits", "Row", "Run", "grade_dir", "grade_notebook", "load_checks", "main"]
@@ -224,7 +225,7 @@ def grade_submission(data: bytes, chapter: Chapter, limits: Limits, unsafe: bool
     functions = {name: definitions.program(sources, name) for name, v in values.items()
                  if isinstance(v, dict) and v.get("$t") == "function"}
     scores = chapter.score(values, functions, run)
-    for ex, (points, feedback) in list(scores.items()):
+    for ex, (points, _) in list(scores.items()):
         if not points and ex in not_attempted:
             scores[ex] = (0.0, "not attempted: the answer cell still raises NotImplementedError")
     why = "not graded: " + (run.notes[-1] if run.notes else "the check did not report")
@@ -239,7 +240,7 @@ def _note_variant(nb, run: Run) -> None:
                             f"the instructor should grade with {VARIANT_ENV}={handed}")
 
 
-def grade_notebook(path: Path, checks_path: Path, limits: Limits = Limits(), reference: Path | None = None,
+def grade_notebook(path: Path, checks_path: Path, limits: Limits = DEFAULT_LIMITS, reference: Path | None = None,
                    unsafe: bool = False) -> tuple[dict, Run]:
     """Grade one notebook file on its own (a checker kernel of its own): scores and notes."""
     chapter = Chapter(chapter_of(path) or "", checks_path, reference or _reference(checks_path), limits, unsafe)
@@ -359,7 +360,7 @@ class Output:
         return rows
 
 
-def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limits = Limits(),
+def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limits = DEFAULT_LIMITS,
               chapters: list[str] | None = None, out: Path | None = None, reference: Path | None = None,
               unsafe: bool = False, log=print) -> list[Row]:
     """Grade every SUBMISSIONS/<student>/*.ipynb; write OUT/grades.csv and OUT/<student>/feedback.md."""

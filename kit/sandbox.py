@@ -84,8 +84,8 @@ def bwrap_command(job_dir: Path, extra_ro: list[tuple[str, str]] = (), quota: Qu
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxError("bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
-    cmd = [bwrap, "--unshare-all", "--die-with-parent",
-           *(["--unshare-user", "--uid", "65534", "--gid", "65534"] if _as_root() and not drop_to_nobody() else []), "--new-session", "--proc", "/proc", "--dev", "/dev",
+    own_user = ["--unshare-user", "--uid", "65534", "--gid", "65534"] if _as_root() and not drop_to_nobody() else []
+    cmd = [bwrap, "--unshare-all", "--die-with-parent", *own_user, "--new-session", "--proc", "/proc", "--dev", "/dev",
            "--size", str(quota.tmp_size), "--tmpfs", "/tmp", "--dir", INSIDE_WORK, "--clearenv"]
     for path in _system_paths():
         cmd += ["--ro-bind", path, path]
@@ -177,8 +177,8 @@ def available() -> str | None:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if done.stdout.strip() != "ok":
-        return ("bwrap could not make a sandbox (it needs unprivileged user namespaces: "
-                f"sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0): {done.stderr.strip()[:300]}")
+        return ("bwrap could not make a sandbox (it needs unprivileged user namespaces: sysctl "
+                "kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0): " + done.stderr.strip()[:300])
     return None
 
 

@@ -119,7 +119,7 @@ socket.create_connection(("1.1.1.1", 53), timeout=3)
     weird_metadata.metadata["ragcourse"] = "x"
     weird_values = with_answers("")
     weird_values.cells.append(nbformat.v4.new_code_cell(
-        "answer_squares = float('nan')\nanswer_why = ['deep'] * 3\nfor _ in range(200):\n    answer_why = [answer_why]"))
+        "answer_squares = float('nan')\nanswer_why = ['deep']\nfor _ in range(200):\n    answer_why = [answer_why]"))
     return {
         "a-honest": (reference, (2, 3, 1)),
         "b-steals-checks": (lambda: hostile(steal), (0, 0, 0)),
