@@ -105,7 +105,7 @@ def bwrap_command(job_dir: Path, extra_ro: list[tuple[str, str]] = (), quota: Qu
            "PYTHONPATH": str(src) if package else "", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "RAGCOURSE_PROGRESS": "0", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
-    for name in ("RAGCOURSE_VARIANT", "RAGCOURSE_CACHE", "RAGCOURSE_DATA"):
+    for name in ("RAGCOURSE_VARIANT", "RAGCOURSE_CACHE", "RAGCOURSE_DATA", "RAGCOURSE_RESULTS"):
         if name in os.environ:
             env[name] = os.environ[name]
     for name, value in env.items():
