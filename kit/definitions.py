@@ -25,10 +25,17 @@ def _statements(cells: list[str]) -> list[ast.stmt]:
         if len(source) > MAX_SOURCE:
             continue
         try:
-            found += ast.parse(source).body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):  # IPython syntax, or not Python at all
+            found += ast.parse(_without_magics(source)).body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python at all
             continue
     return found
+
+
+def _without_magics(source: str) -> str:
+    """IPython's line magics and shell escapes (`%matplotlib`, `!ls`) as `pass`, so the rest parses."""
+    lines = source.splitlines()
+    return "\n".join(line[: len(line) - len(line.lstrip())] + "pass" if line.lstrip()[:1] in ("%", "!") else line
+                     for line in lines)
 
 
 def defines(node: ast.stmt) -> set[str]:

@@ -215,6 +215,9 @@ def function_main(job: dict, channel) -> None:
     sys.path.insert(0, str(HERE))
     import codec
 
+    # `python -I` ignores PYTHONPATH: the package's folder (when this sandbox has one) is added here.
+    sys.path[1:1] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+
     namespace = {"__name__": "__main__"}
     for source in job["statements"]:
         try:
