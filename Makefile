@@ -11,7 +11,7 @@
 #   make answers     SmolLM2's answer to every query the gate lets through (~10 min), for chapter 7
 #   make llm-breaks  SmolLM2 asked for chunk breaks on five wiki pages (~5 min), for chapter 9
 #   make student     the student edition of each chapter into dist/student (RAGCOURSE_VARIANT=N: a new term)
-#   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb offline: DIR/grades.csv, DIR/<student>/feedback.md
+#   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb, each in a sandbox: DIR-graded/grades.csv, feedback
 #   make corpus | install | mathjax | training-sources | screenshots | clean
 #
 # Stamp files under .venv/.stamps keep repeated runs quick.
@@ -116,6 +116,7 @@ endif
 # tests/test_book_browser.py opens every page in Debian's chromium, installed first when missing.
 test: lint book
 	@scripts/install_chromium.sh >/dev/null
+	@scripts/install_bwrap.sh >/dev/null
 ifneq ($(NETNS),yes)
 	@echo ">> unshare -n is unavailable: relying on pytest-socket alone"
 endif
@@ -135,10 +136,15 @@ student: $(STAMPS)/install
 	rm -rf dist/student
 	$(PY) -m kit.student --out dist/student
 
+# Each submission runs in a bubblewrap sandbox (kit/sandbox.py), installed here when missing; OUT must lie
+# outside SUBMISSIONS. UNSAFE=1 grades without a sandbox when bwrap cannot make one (said in each feedback).
+OUT ?= $(SUBMISSIONS)-graded
+
 grade: $(STAMPS)/install $(STAMPS)/corpus
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR   (DIR/<student>/NN-*.ipynb)"; exit 2; }
-	$(OFFLINE) $(PY) -m kit.grade "$(SUBMISSIONS)" --cell-timeout $(CELL_TIMEOUT) \
-		--notebook-timeout $(NOTEBOOK_TIMEOUT) --check-timeout $(CHECK_TIMEOUT)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR [OUT=DIR]   (DIR/<student>/NN-*.ipynb)"; exit 2; }
+	@scripts/install_bwrap.sh >/dev/null || test -n "$(UNSAFE)"
+	$(OFFLINE) $(PY) -m kit.grade "$(SUBMISSIONS)" --out "$(OUT)" --cell-timeout $(CELL_TIMEOUT) \
+		--notebook-timeout $(NOTEBOOK_TIMEOUT) --check-timeout $(CHECK_TIMEOUT) $(if $(UNSAFE),--unsafe)
 
 reproduce: $(STAMPS)/install $(STAMPS)/corpus
 	@for nb in $(NOTEBOOKS); do \

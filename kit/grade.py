@@ -1,49 +1,50 @@
-"""The grader: run each submitted notebook cell by cell, then its chapter's hidden checks in the same kernel.
+"""The grader: each submission in a sandbox, its answers back as data, the checks in a kernel it never touches.
 
-`python -m kit.grade SUBMISSIONS` (the Makefile's `make grade SUBMISSIONS=DIR`) grades
-`DIR/<student>/NN-*.ipynb` and writes `DIR/grades.csv` (student, chapter, exercise, points, max_points,
-feedback) and `DIR/<student>/feedback.md`. A cell that raises is recorded and the run goes on; a cell that
-runs past its limit is interrupted and the run goes on; when the notebook's own limit is spent, its
-remaining cells are skipped and the checks still run. A check has a limit of its own (a student's function
-may loop on the hidden inputs). Only when the kernel dies or ignores an interrupt does a notebook lose
-every check that had not run yet, each scored 0 with a reason. One submission never stops the others.
+`python -m kit.grade SUBMISSIONS [--out DIR]` (the Makefile's `make grade SUBMISSIONS=DIR`) grades
+`SUBMISSIONS/<student>/NN-*.ipynb` and writes, into an output folder outside SUBMISSIONS (default
+`SUBMISSIONS-graded`), `grades.csv` (student, chapter, exercise, points, max_points, feedback) and
+`<student>/feedback.md`. Per chapter, a trusted kernel runs the reference notebook and holds the hidden
+checks (kit/checker.py). Per student, a copy of the notebook runs in a fresh bubblewrap sandbox
+(kit/sandbox.py, kit/runner.py) that exports the answers as JSON; the checks score them in the trusted
+kernel, running the student's functions in another fresh sandbox on inputs only. What comes back is
+bounded and checked (points are numbers in [0, max]). A failure is that student's row with its reason;
+each student's rows are written as soon as they are graded.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
+import math
 import os
 import re
 import secrets
+import shutil
+import stat
 import sys
 import tempfile
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
-from jupyter_client.utils import run_sync
-from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from kit import definitions, sandbox
 from kit.hidden import Hidden, load
+from kit.runner import Kernel, Limits, Run
 from ragcourse.book.exercises import VARIANT_ENV, variant
 
 KIT = Path(__file__).resolve().parent
+ROOT = KIT.parent
 CHAPTER_FILE = re.compile(r"^(\d\d)[-_. ]")
 COLUMNS = ("student", "chapter", "exercise", "points", "max_points", "feedback")
+MAX_NOTEBOOK = 64 << 20  # bytes: a notebook with its outputs; a bigger file is not read
+MAX_FEEDBACK = 500
+DEFAULT_LIMITS = Limits()
+UNSAFE_NOTE = "graded WITHOUT a sandbox (--unsafe): the grader did not isolate this notebook"
 
-
-@dataclass(frozen=True)
-class Limits:
-    """Seconds: per cell, per notebook (all its cells), per hidden check, and to recover from an interrupt."""
-
-    cell: float = 600
-    notebook: float = 1800
-    check: float = 300
-    grace: float = 15
+__all__ = ["COLUMNS", "Kernel", "Limits", "Row", "Run", "grade_dir", "grade_notebook", "load_checks", "main"]
 
 
 @dataclass(frozen=True)
@@ -58,16 +59,6 @@ class Row:
     feedback: str
 
 
-@dataclass
-class Run:
-    """What happened to one notebook in one kernel: notes for the feedback, the kernel's environment."""
-
-    notes: list[str] = field(default_factory=list)
-    environment: dict = field(default_factory=dict)
-    alive: bool = True
-    not_attempted: set = field(default_factory=set)
-
-
 def exercise_key(exercise: str) -> tuple[int, ...]:
     """Sort key for exercise ids: "3.10" after "3.9"."""
     return tuple(int(part) for part in exercise.split(".") if part.isdigit())
@@ -78,220 +69,241 @@ def load_checks(path: Path) -> dict[str, Hidden]:
     return load(path.read_text(encoding="utf-8"), str(path))
 
 
-class Kernel:
-    """One kernel (the grader's own interpreter), executing cells with limits, surviving what it can."""
-
-    def __init__(self, nb, cwd: Path, limits: Limits):
-        self.limits = limits
-        self.client = NotebookClient(nb, kernel_name="python3", allow_errors=True, interrupt_on_timeout=False,
-                                     record_timing=False, resources={"metadata": {"path": str(cwd)}})
-        self.km = self.client.create_kernel_manager()
-        spec = self.km.kernel_spec
-        spec.argv = [sys.executable, *spec.argv[1:]]  # the grader's own interpreter, never a stale spec
-
-    def __enter__(self):
-        self._setup = self.client.setup_kernel()
-        self._setup.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        try:
-            self._setup.__exit__(None, None, None)
-        except Exception:  # noqa: BLE001 - a wedged kernel is killed below either way
-            pass
-        if self.km.has_kernel:
-            run_sync(self.km.shutdown_kernel)(now=True)
-
-    def execute(self, cell, index: int, timeout: float, run: Run) -> str | None:
-        """Run one cell; None when it finished, else "error", "timeout" or "dead" (and run.alive updated)."""
-        self.client.timeout = max(1, int(timeout))
-        try:
-            self.client.execute_cell(cell, index)
-        except CellTimeoutError:
-            self._recover(run)
-            return "timeout"
-        except DeadKernelError:
-            run.alive = False
-            return "dead"
-        if any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
-            return "error"
-        return None
-
-    def _recover(self, run: Run) -> None:
-        run_sync(self.km.interrupt_kernel)()
-        # nbclient leaves the timed-out cell's output reader on the old channels, where it would swallow
-        # the next cells' outputs: talk to the kernel over fresh channels instead.
-        self.client.kc.stop_channels()
-        self.client.kc = self.km.client()
-        self.client.kc.start_channels()
-        probe = nbformat.v4.new_code_cell("pass")
-        self.client.timeout = max(1, int(self.limits.grace))
-        try:
-            self.client.execute_cell(probe, 0)
-        except (CellTimeoutError, DeadKernelError):
-            run.alive = False
-            run.notes.append("the kernel did not answer an interrupt, so it was stopped")
-
-
-def _run_cells(kernel: Kernel, nb, limits: Limits, run: Run) -> None:
-    deadline = time.monotonic() + limits.notebook
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        label = _label(cell, index)
-        left = deadline - time.monotonic()
-        if left <= 0:
-            run.notes.append(f"the notebook's {limits.notebook:.0f} s ran out: {label} and the cells after it "
-                             "did not run")
-            return
-        outcome = kernel.execute(cell, index, min(limits.cell, left), run)
-        if outcome == "error":
-            error = next(o for o in cell.outputs if o.get("output_type") == "error")
-            run.notes.append(f"{label} raised {error.get('ename')}: {str(error.get('evalue'))[:160]}")
-            if error.get("ename") == "NotImplementedError" and "exercise" in cell.get("metadata", {}):
-                run.not_attempted.add(cell.metadata["exercise"].get("id"))
-        elif outcome == "timeout":
-            run.notes.append(f"{label} ran past its limit ({min(limits.cell, left):.0f} s) and was interrupted")
-        elif outcome == "dead":
-            run.notes.append(f"the kernel died in {label}: nothing after it could run")
-        if not run.alive:
-            return
-
-
-def _label(cell, index: int) -> str:
-    exercise = cell.get("metadata", {}).get("exercise", {}).get("id")
-    return f"the answer cell of exercise {exercise}" if exercise else f"code cell {index + 1}"
-
-
-def _setup_source(checks_path: Path, token: str) -> str:
-    hidden = (KIT / "hidden.py").read_text(encoding="utf-8")
-    return f"""def _kit_setup():
-    import json, os, sys, types
-    module = sys.modules["_kit_hidden"] = types.ModuleType("_kit_hidden")  # dataclasses look their module up
-    exec(compile({hidden!r}, "kit/hidden.py", "exec"), module.__dict__)
-    checks = module.load({checks_path.read_text(encoding="utf-8")!r}, {checks_path.name!r})
-    before = os.environ.get({VARIANT_ENV!r}, "0")
-    os.environ[{VARIANT_ENV!r}] = {str(variant())!r}
-    ns = dict(globals())
-
-    def run(exercise):
-        got, feedback = module.score(checks[exercise], ns)
-        print({token!r}, json.dumps({{"exercise": exercise, "points": got, "feedback": feedback}}))
-
-    from ragcourse.book.exercises import environment
-    print({token!r}, json.dumps({{"environment": environment(), "variant_before": before}}))
-    return run
-
-
-_kit_run_{token} = _kit_setup()
-del _kit_setup
-"""
-
-
-def _messages(cell, token: str) -> list[dict]:
-    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-    return [json.loads(line[len(token) + 1:]) for line in text.splitlines() if line.startswith(token + " ")]
-
-
-def _run_checks(kernel: Kernel, checks: dict[str, Hidden], checks_path: Path, limits: Limits,
-                run: Run) -> dict[str, tuple[float, str]]:
-    scores: dict[str, tuple[float, str]] = {}
-    if not run.alive:
-        return scores
-    token = "kit" + secrets.token_hex(8)
-    setup = nbformat.v4.new_code_cell(_setup_source(checks_path, token))
-    if kernel.execute(setup, 0, limits.check, run) is not None or not _messages(setup, token):
-        run.notes.append("the hidden checks could not be loaded into the notebook's kernel")
-        return scores
-    info = _messages(setup, token)[0]
-    run.environment = info["environment"]
-    if info["variant_before"] != str(variant()):
-        run.notes.append(f"the notebook set {VARIANT_ENV}={info['variant_before']}; graded as variant {variant()}")
-    for exercise in sorted(checks, key=exercise_key):
-        cell = nbformat.v4.new_code_cell(f"_kit_run_{token}({exercise!r})")
-        outcome = kernel.execute(cell, 0, limits.check, run)
-        found = _messages(cell, token)
-        if found and not found[0]["points"] and exercise in run.not_attempted:
-            scores[exercise] = (0.0, "not attempted: the answer cell still raises NotImplementedError")
-        elif found:
-            scores[exercise] = (found[0]["points"], found[0]["feedback"])
-        elif outcome == "timeout":
-            scores[exercise] = (0.0, f"the check ran past its {limits.check:.0f} s limit (does your code loop?)")
-        if not run.alive:
-            break
-    return scores
-
-
-def grade_stages(notebooks: list, checks_path: Path, limits: Limits = Limits()) -> tuple[list[dict], Run]:
-    """Run each notebook's cells in turn in one kernel, the chapter's checks after each: scores per stage.
-
-    Scores are {exercise: (points, feedback)} for every check of the chapter. One stage is one submission;
-    several let a test run a chapter's body once and grade two different tails on it.
-    """
-    checks = load_checks(checks_path)
-    run = Run()
-    stages: list[dict] = []
-    try:
-        with tempfile.TemporaryDirectory(prefix="ragcourse-grade-") as cwd, \
-                Kernel(notebooks[0], Path(cwd), limits) as kernel:
-            for nb in notebooks:
-                if run.alive:
-                    _run_cells(kernel, nb, limits, run)
-                stages.append(_run_checks(kernel, checks, checks_path, limits, run))
-    except Exception as err:  # noqa: BLE001 - a kernel that will not start
-        run.notes.append(f"the notebook could not be run: {type(err).__name__}: {str(err)[:200]}")
-        run.alive = False
-    stages += [{}] * (len(notebooks) - len(stages))
-    why = "not graded: " + (run.notes[-1] if run.notes else "the check did not report")
-    return [{ex: got.get(ex, (0.0, why)) for ex in checks} for got in stages], run
-
-
-def grade_notebook(path: Path, checks_path: Path, limits: Limits = Limits()) -> tuple[dict, Run]:
-    """Scores {exercise: (points, feedback)} for every check of the chapter, and what happened in the run."""
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as err:  # noqa: BLE001 - not a notebook at all
-        run = Run(notes=[f"{path.name} is not a readable notebook: {type(err).__name__}"], alive=False)
-        why = "not graded: " + run.notes[0]
-        return {ex: (0.0, why) for ex in load_checks(checks_path)}, run
-    scores, run = grade_stages([nb], checks_path, limits)
-    handed = nb.metadata.get("ragcourse", {}).get("variant")
-    if handed is not None and handed != variant():
-        run.notes.insert(0, f"handed out as variant {handed}, graded as variant {variant()}: "
-                            f"the instructor should grade with {VARIANT_ENV}={handed}")
-    return scores[0], run
-
-
 def chapter_of(path: Path) -> str | None:
     """"03" for 03-dense-retrieval.ipynb (or 03_anything.ipynb); None for a name without a chapter number."""
     match = CHAPTER_FILE.match(path.name)
     return match.group(1) if match else None
 
 
-def grade_student(folder: Path, chapters: list[str], checks_dir: Path, limits: Limits) -> tuple[list[Row], str]:
+def answer_names(nb) -> list[str]:
+    """The names the reference's answer cells bind: these come from the student, the rest from the reference."""
+    from kit.student import answer_cells
+
+    return sorted({n for c in answer_cells(nb) for node in definitions._statements([c.source])
+                   for n in definitions.defines(node)})
+
+
+def read_regular(path: Path, limit: int = MAX_NOTEBOOK) -> bytes:
+    """The bytes of a regular file, never through a link, a FIFO or a device; ValueError naming why not."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as err:
+        raise ValueError(f"{path.name} could not be opened ({err.strerror}; a link is not read)") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{path.name} is not a regular file")
+        if info.st_size > limit:
+            raise ValueError(f"{path.name} is {info.st_size >> 20} MB, over the {limit >> 20} MB limit")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ValueError(f"{path.name} grew past the {limit >> 20} MB limit while read")
+    return data
+
+
+class Chapter:
+    """One chapter's trusted checker kernel: the reference notebook run once, then the checks per student."""
+
+    def __init__(self, chapter: str, checks_path: Path, reference: Path, limits: Limits, unsafe: bool):
+        self.chapter, self.checks_path, self.reference = chapter, checks_path.resolve(), reference.resolve()
+        self.limits, self.unsafe = limits, unsafe
+        self.checks = load_checks(self.checks_path)
+        self.maxima = {ex: h.points for ex, h in self.checks.items()}
+        self.nb = nbformat.read(self.reference, as_version=4)
+        self.names = answer_names(self.nb)
+        self.kernel = None
+        self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-"))
+
+    def start(self) -> None:
+        """Start the checker kernel and run the reference chapter in it."""
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(sandbox.package_root()), str(ROOT)])}
+        self.kernel = Kernel(self.nb, self.reference.parent, replace(self.limits, cell=3600), env)
+        self.kernel.__enter__()
+        run = Run()
+        for index, cell in enumerate(self.nb.cells):
+            if cell.cell_type == "code" and self.kernel.execute(cell, index, 3600, run) in ("timeout", "dead"):
+                raise RuntimeError(f"the reference {self.reference.name} failed in code cell {index + 1}: "
+                                   f"{run.notes or [o.get('evalue') for o in cell.outputs]}")
+        setup = nbformat.v4.new_code_cell(
+            f"import sys as _kit_sys\n_kit_sys.path[:0] = [{str(ROOT)!r}]\n"
+            "from kit.checker import Checker as _KitChecker\n"
+            f"_kit_checker = _KitChecker({str(self.checks_path)!r}, dict(globals()), {self.names!r})\n")
+        if self.kernel.execute(setup, 0, 600, run) is not None:
+            raise RuntimeError(f"the checks of chapter {self.chapter} could not be loaded: {setup.outputs}")
+
+    def close(self) -> None:
+        """Stop the checker kernel."""
+        if self.kernel is not None:
+            self.kernel.__exit__(None, None, None)
+            self.kernel = None
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def score(self, values: dict, functions: dict, run: Run) -> dict[str, tuple[float, str]]:
+        """{exercise: (points, feedback)} for one student's exported answers (untrusted, checked here)."""
+        if self.kernel is None:
+            self.start()
+        job = self.folder / "student.json"
+        job.write_text(json.dumps({"values": values, "functions": functions, "unsafe": self.unsafe,
+                                   "check_seconds": self.limits.check}), encoding="utf-8")
+        token = "kit" + secrets.token_hex(8)
+        cell = nbformat.v4.new_code_cell(f"_kit_checker.student({str(job)!r})")
+        self.kernel.execute(cell, 0, 120, run)
+        scores = {}
+        for exercise in sorted(self.checks, key=exercise_key):
+            cell = nbformat.v4.new_code_cell(f"_kit_checker.run({exercise!r}, {token!r})")
+            outcome = self.kernel.execute(cell, 0, self.limits.check + 30, run)
+            found = _tagged(cell, token)
+            if found:
+                scores[exercise] = self._checked(exercise, found)
+            elif outcome == "timeout":
+                scores[exercise] = (0.0, f"the check ran past its {self.limits.check:.0f} s limit")
+            if not run.alive:  # the checker kernel died: start afresh for the next student
+                run.alive = True
+                self.close()
+                self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-"))
+                break
+        if self.kernel is not None:
+            self.kernel.execute(nbformat.v4.new_code_cell("_kit_checker.close()"), 0, 60, run)
+        job.unlink(missing_ok=True)
+        return scores
+
+    def _checked(self, exercise: str, found: dict) -> tuple[float, str]:
+        points, feedback = found.get("points"), found.get("feedback")
+        most = self.maxima[exercise]
+        if not isinstance(points, int | float) or isinstance(points, bool) or not math.isfinite(points):
+            return 0.0, "not graded: the check reported no number"
+        return min(float(most), max(0.0, float(points))), _bounded(feedback)
+
+
+def _tagged(cell, token: str) -> dict | None:
+    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    for line in text.splitlines():
+        if line.startswith(token + " "):
+            try:
+                found = json.loads(line[len(token) + 1:])
+            except ValueError:
+                return None
+            return found if isinstance(found, dict) else None
+    return None
+
+
+def _bounded(text, limit: int = MAX_FEEDBACK) -> str:
+    """Feedback as one line of printable text, at most `limit` characters."""
+    text = "".join(ch if ch.isprintable() else " " for ch in str(text))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def grade_submission(data: bytes, chapter: Chapter, limits: Limits, unsafe: bool) -> tuple[dict, Run]:
+    """Scores {exercise: (points, feedback)} of one notebook's bytes, and notes on what happened."""
+    run = Run(notes=[UNSAFE_NOTE] if unsafe else [])
+    why_zero = {ex: (0.0, "") for ex in chapter.checks}
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+        sources = [c.source for c in nb.cells if c.cell_type == "code" and isinstance(c.source, str)]
+    except Exception as err:  # noqa: BLE001 - not a notebook at all
+        run.notes.append(f"not a readable notebook ({type(err).__name__})")
+        return {ex: (0.0, "not graded: not a readable notebook") for ex in why_zero}, run
+    _note_variant(nb, run)
+    limits_data = {"cell": limits.cell, "notebook": limits.notebook, "check": limits.check, "grace": limits.grace}
+    result = sandbox.run_notebook(data, chapter.names, limits_data, unsafe)
+    notes = result.get("notes") if isinstance(result.get("notes"), list) else []
+    run.notes += [_bounded(n, 300) for n in notes[:50]]
+    exported = result.get("exported")
+    not_attempted = {str(x) for x in result.get("not_attempted", []) if isinstance(x, str)}
+    values = exported.get("values") if isinstance(exported, dict) else None
+    if not isinstance(values, dict):
+        why = "not graded: " + (run.notes[-1] if len(run.notes) > unsafe else "the answers did not come back")
+        return {ex: (0.0, why) for ex in why_zero}, run
+    if isinstance(exported.get("environment"), dict):
+        run.environment = {str(k)[:40]: _bounded(v, 80) for k, v in list(exported["environment"].items())[:40]}
+    if isinstance(exported.get("variant"), str) and exported["variant"] != str(variant()):
+        run.notes.append(f"the notebook set {VARIANT_ENV}={_bounded(exported['variant'], 20)}; "
+                         f"graded as variant {variant()}")
+    functions = {name: definitions.program(sources, name) for name, v in values.items()
+                 if isinstance(v, dict) and v.get("$t") == "function"}
+    scores = chapter.score(values, functions, run)
+    for ex, (points, _) in list(scores.items()):
+        if not points and ex in not_attempted:
+            scores[ex] = (0.0, "not attempted: the answer cell still raises NotImplementedError")
+    why = "not graded: " + (run.notes[-1] if run.notes else "the check did not report")
+    return {ex: scores.get(ex, (0.0, why)) for ex in why_zero}, run
+
+
+def _note_variant(nb, run: Run) -> None:
+    meta = nb.metadata.get("ragcourse") if isinstance(nb.metadata, dict) else None
+    handed = meta.get("variant") if isinstance(meta, dict) else None
+    if isinstance(handed, int) and not isinstance(handed, bool) and handed != variant():
+        run.notes.insert(0, f"handed out as variant {handed}, graded as variant {variant()}: "
+                            f"the instructor should grade with {VARIANT_ENV}={handed}")
+
+
+def grade_notebook(path: Path, checks_path: Path, limits: Limits = DEFAULT_LIMITS, reference: Path | None = None,
+                   unsafe: bool = False) -> tuple[dict, Run]:
+    """Grade one notebook file on its own (a checker kernel of its own): scores and notes."""
+    chapter = Chapter(chapter_of(path) or "", checks_path, reference or _reference(checks_path), limits, unsafe)
+    try:
+        return grade_submission(read_regular(path), chapter, limits, unsafe)
+    finally:
+        chapter.close()
+
+
+def _reference(checks_path: Path, folder: Path | None = None) -> Path:
+    number = checks_path.stem[2:]
+    for place in [folder] if folder else [ROOT / "notebooks", checks_path.parent.parent]:
+        found = sorted(place.glob(f"{number}-*.ipynb"))
+        if found:
+            return found[0]
+    raise ValueError(f"no reference notebook {number}-*.ipynb for {checks_path}")
+
+
+def student_folders(submissions: Path) -> tuple[list[Path], list[str]]:
+    """Real folders of SUBMISSIONS (never links), sorted; and the names of entries that are not graded."""
+    folders, skipped = [], []
+    with os.scandir(submissions) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            (folders if entry.is_dir(follow_symlinks=False) else skipped).append(Path(entry.path))
+    return sorted(folders), sorted(p.name for p in skipped)
+
+
+def grade_student(folder: Path, chapters: dict[str, Chapter], limits: Limits, unsafe: bool) -> tuple[list[Row], str]:
     """Rows for one student's chapters, and the markdown of their feedback file."""
     student, rows = folder.name, []
     lines = [f"# Feedback for {student}", ""]
-    submitted = sorted(folder.glob("*.ipynb"))
+    with os.scandir(folder) as entries:
+        submitted = sorted(Path(e.path) for e in entries if e.name.endswith(".ipynb"))
     stray = [p.name for p in submitted if chapter_of(p) not in chapters]
     if stray:
         lines += [f"Not graded (the name does not start with an assigned chapter number): {', '.join(stray)}", ""]
-    for chapter in chapters:
-        checks_path = checks_dir / f"ch{chapter}.py"
-        mine = [p for p in submitted if chapter_of(p) == chapter]
-        if mine:
-            scores, run = grade_notebook(mine[0], checks_path, limits)
-            if len(mine) > 1:
-                run.notes.insert(0, f"several notebooks for chapter {chapter}; graded {mine[0].name}")
+    for number, chapter in chapters.items():
+        mine = [p for p in submitted if chapter_of(p) == number]
+        run = Run(notes=[UNSAFE_NOTE] if unsafe else [])
+        if not mine:
+            scores = {ex: (0.0, "no notebook submitted") for ex in chapter.checks}
         else:
-            checks = load_checks(checks_path)
-            scores, run = {ex: (0.0, "no notebook submitted") for ex in checks}, Run()
-        maxima = {ex: h.points for ex, h in load_checks(checks_path).items()}
-        chapter_rows = [Row(student, chapter, ex, points, maxima[ex], feedback)
+            try:
+                scores, run = grade_submission(read_regular(mine[0]), chapter, limits, unsafe)
+            except ValueError as err:
+                run.notes.append(str(err))
+                scores = {ex: (0.0, f"not graded: {err}") for ex in chapter.checks}
+            if len(mine) > 1:
+                run.notes.insert(0, f"several notebooks for chapter {number}; graded {mine[0].name}")
+        chapter_rows = [Row(student, number, ex, points, chapter.maxima[ex], feedback)
                         for ex, (points, feedback) in sorted(scores.items(), key=lambda kv: exercise_key(kv[0]))]
         rows += chapter_rows
-        lines += _feedback_section(chapter, mine[0].name if mine else None, chapter_rows, run)
+        lines += _feedback_section(number, mine[0].name if mine else None, chapter_rows, run)
     return rows, "\n".join(lines) + "\n"
+
+
+def _failed_student(folder: Path, chapters: dict[str, Chapter], err: BaseException) -> tuple[list[Row], str]:
+    why = _bounded(f"not graded: the grader failed on this submission ({type(err).__name__}: {err})", 300)
+    rows = [Row(folder.name, n, ex, 0.0, c.maxima[ex], why) for n, c in chapters.items()
+            for ex in sorted(c.checks, key=exercise_key)]
+    return rows, f"# Feedback for {folder.name}\n\n{why}\n"
 
 
 def _feedback_section(chapter: str, name: str | None, rows: list[Row], run: Run) -> list[str]:
@@ -304,46 +316,121 @@ def _feedback_section(chapter: str, name: str | None, rows: list[Row], run: Run)
     return lines + [""]
 
 
-def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limits = Limits(),
-              chapters: list[str] | None = None, log=print) -> list[Row]:
-    """Grade every DIR/<student>/*.ipynb; write DIR/grades.csv and DIR/<student>/feedback.md."""
-    students = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
+class Output:
+    """The output folder: a real folder outside SUBMISSIONS, written file by file, atomically, never through a link."""
+
+    def __init__(self, out: Path, submissions: Path):
+        out, submissions = out.absolute(), submissions.resolve()
+        if out.resolve() == submissions or submissions in out.resolve().parents:
+            raise ValueError(f"the output folder {out} is inside SUBMISSIONS={submissions}: choose one outside it")
+        if out.is_symlink() or (out.exists() and not out.is_dir()):
+            raise ValueError(f"the output folder {out} is a link or not a folder")
+        out.mkdir(parents=True, exist_ok=True)
+        self.root = out
+        self.rows = self._folder(out / ".rows")
+
+    def _folder(self, path: Path) -> Path:
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            path.unlink()
+        path.mkdir(exist_ok=True)
+        return path
+
+    def write(self, path: Path, text: str) -> None:
+        """Write `text` to `path` by a rename (a link already there is replaced, never followed)."""
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+
+    def student(self, name: str, rows: list[Row], feedback: str) -> None:
+        """One student's feedback file and rows, as soon as they are graded."""
+        self.write(self._folder(self.root / name) / "feedback.md", feedback)
+        self.write(self.rows / f"{name}.json", json.dumps([r.__dict__ for r in rows]))
+
+    def merge(self) -> list[Row]:
+        """grades.csv from every student's rows written so far, in student order."""
+        rows = []
+        for path in sorted(self.rows.glob("*.json")):
+            rows += [Row(**r) for r in json.loads(path.read_text(encoding="utf-8"))]
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(COLUMNS)
+        writer.writerows((r.student, r.chapter, r.exercise, f"{r.points:g}", r.max_points, r.feedback) for r in rows)
+        self.write(self.root / "grades.csv", buffer.getvalue())
+        return rows
+
+
+def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limits = DEFAULT_LIMITS,
+              chapters: list[str] | None = None, out: Path | None = None, reference: Path | None = None,
+              unsafe: bool = False, log=print) -> list[Row]:
+    """Grade every SUBMISSIONS/<student>/*.ipynb; write OUT/grades.csv and OUT/<student>/feedback.md."""
+    output = Output(out or submissions.parent / f"{submissions.name}-graded", submissions)
+    students, skipped = student_folders(submissions)
+    if skipped:
+        log(f">> not graded (not a real folder): {', '.join(skipped)}")
     if chapters is None:
-        found = {chapter_of(p) for s in students for p in s.glob("*.ipynb")} - {None}
+        found = {chapter_of(Path(n)) for s in students for n in os.listdir(s)} - {None}
         chapters = sorted(c for c in found if (checks_dir / f"ch{c}.py").exists())
     missing = [c for c in chapters if not (checks_dir / f"ch{c}.py").exists()]
     if missing:
         raise ValueError(f"no hidden checks for chapter(s) {missing}; have: "
                          f"{sorted(p.stem[2:] for p in checks_dir.glob('ch[0-9][0-9].py'))}")
-    rows: list[Row] = []
-    for student in students:
-        log(f">> grading {student.name}: chapter(s) {', '.join(chapters)} (variant {variant()})")
-        mine, feedback = grade_student(student, chapters, checks_dir, limits)
-        (student / "feedback.md").write_text(feedback, encoding="utf-8")
-        rows += mine
-    with (submissions / "grades.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(COLUMNS)
-        writer.writerows((r.student, r.chapter, r.exercise, f"{r.points:g}", r.max_points, r.feedback) for r in rows)
-    return rows
+    open_chapters = {c: Chapter(c, checks_dir / f"ch{c}.py", _reference(checks_dir / f"ch{c}.py", reference),
+                                limits, unsafe) for c in chapters}
+    for name in skipped:  # a link or a file where a student's folder should be: that student's row says so
+        fake = Path(name)
+        rows, feedback = _failed_student(fake, open_chapters, ValueError("not a real folder (a link is not followed)"))
+        output.student(name, rows, feedback)
+    try:
+        for chapter in open_chapters.values():
+            log(f">> chapter {chapter.chapter}: running the reference {chapter.reference.name} for the checks")
+            chapter.start()
+        for student in students:
+            log(f">> grading {student.name}: chapter(s) {', '.join(chapters)} (variant {variant()})")
+            try:
+                rows, feedback = grade_student(student, open_chapters, limits, unsafe)
+            except Exception as err:  # noqa: BLE001 - one bad submission costs one student
+                rows, feedback = _failed_student(student, open_chapters, err)
+            output.student(student.name, rows, feedback)
+            output.merge()
+    finally:
+        for chapter in open_chapters.values():
+            chapter.close()
+    return output.merge()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("submissions", type=Path, help="a folder of <student>/NN-*.ipynb")
+    parser.add_argument("--out", type=Path, help="where grades.csv and feedback go (default: SUBMISSIONS-graded)")
     parser.add_argument("--chapters", help="comma-separated chapter numbers, e.g. 03,05 (default: those submitted)")
     parser.add_argument("--checks", type=Path, default=KIT / "checks")
+    parser.add_argument("--reference", type=Path, help="the folder of reference notebooks (default: notebooks/)")
+    parser.add_argument("--unsafe", action="store_true",
+                        help="grade WITHOUT a sandbox when bwrap cannot make one (said in every feedback)")
     defaults = Limits()
     for name in ("cell", "notebook", "check"):
         parser.add_argument(f"--{name}-timeout", type=float, default=getattr(defaults, name))
     args = parser.parse_args(argv)
-    if not args.submissions.is_dir():
+    if not args.submissions.is_dir() or args.submissions.is_symlink():
         parser.error(f"SUBMISSIONS={args.submissions} is not a folder of <student>/NN-*.ipynb")
+    why = sandbox.available()
+    if why is not None and not args.unsafe:
+        print(f"kit.grade: cannot isolate submissions, so nothing was graded: {why}\n"
+              "Install bubblewrap (scripts/install_bwrap.sh) and allow unprivileged user namespaces, "
+              "or pass --unsafe to grade without isolation (said in every student's feedback).", file=sys.stderr)
+        return 2
     limits = replace(defaults, cell=args.cell_timeout, notebook=args.notebook_timeout, check=args.check_timeout)
     chapters = [f"{int(c):02d}" for c in args.chapters.split(",")] if args.chapters else None
-    rows = grade_dir(args.submissions, args.checks, limits, chapters)
-    print(f"wrote {args.submissions / 'grades.csv'}: {len(rows)} rows, "
-          f"{len({r.student for r in rows})} students; feedback in each student's feedback.md")
+    try:
+        rows = grade_dir(args.submissions, args.checks, limits, chapters, args.out, args.reference,
+                         unsafe=args.unsafe and why is not None)
+    except (ValueError, RuntimeError) as err:
+        print(f"kit.grade: {err}", file=sys.stderr)
+        return 2
+    out = args.out or args.submissions.parent / f"{args.submissions.name}-graded"
+    print(f"wrote {out / 'grades.csv'}: {len(rows)} rows, {len({r.student for r in rows})} students; "
+          f"feedback in {out}/<student>/feedback.md")
     return 0
 
 

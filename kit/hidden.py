@@ -16,24 +16,29 @@ Check = Callable[[dict[str, Any]], float | None]
 
 @dataclass(frozen=True)
 class Hidden:
-    """One exercise's hidden check: its id ("3.2"), points, what it tests (shown to instructors)."""
+    """One exercise's hidden check: its id ("3.2"), points, what it tests (shown to instructors).
+
+    `by_hand`: the exercise asks for a function the package already has, so the student's runs in a
+    sandbox without the package, and a copy of the package's own is refused.
+    """
 
     exercise: str
     points: int
     tests: str
     fn: Check
+    by_hand: bool = False
 
 
 CHECKS: dict[str, Hidden] = {}
 
 
-def check(exercise: str, points: int) -> Callable[[Check], Check]:
+def check(exercise: str, points: int, by_hand: bool = False) -> Callable[[Check], Check]:
     """Register `fn` as the hidden check of `exercise`; its docstring says what it tests."""
 
     def register(fn: Check) -> Check:
         if exercise in CHECKS:
             raise ValueError(f"exercise {exercise} already has a hidden check")
-        CHECKS[exercise] = Hidden(exercise, points, (fn.__doc__ or "").strip(), fn)
+        CHECKS[exercise] = Hidden(exercise, points, (fn.__doc__ or "").strip(), fn, by_hand)
         return fn
 
     return register
@@ -51,11 +56,11 @@ def load(source: str, filename: str = "kit/checks/chNN.py") -> dict[str, Hidden]
     fresh = types.ModuleType("kit.hidden")
     fresh.__dict__.update(Hidden=Hidden, Check=Check, CHECKS={}, check=None)
 
-    def register(exercise: str, points: int) -> Callable[[Check], Check]:
+    def register(exercise: str, points: int, by_hand: bool = False) -> Callable[[Check], Check]:
         def add(fn: Check) -> Check:
             if exercise in fresh.CHECKS:
                 raise ValueError(f"exercise {exercise} already has a hidden check")
-            fresh.CHECKS[exercise] = Hidden(exercise, points, (fn.__doc__ or "").strip(), fn)
+            fresh.CHECKS[exercise] = Hidden(exercise, points, (fn.__doc__ or "").strip(), fn, by_hand)
             return fn
 
         return add
@@ -90,9 +95,12 @@ def score(hidden: Hidden, ns: dict[str, Any]) -> tuple[float, str]:
     except KeyboardInterrupt:
         raise
     except BaseException as err:  # noqa: BLE001 - a student's code may raise anything, SystemExit included
+        if type(err).__name__ == "FunctionTimeout":
+            return 0.0, f"your function {err}"
         return 0.0, f"your answer raised {type(err).__name__}: {str(err)[:200]}"
     if fraction is None:
         return float(hidden.points), "full marks"
-    fraction = min(1.0, max(0.0, float(fraction)))
+    fraction = float(fraction)
+    fraction = min(1.0, max(0.0, fraction)) if fraction == fraction else 0.0
     feedback = "full marks" if fraction == 1 else f"partly right ({fraction:.0%} of the marks)"
     return round(hidden.points * fraction, 2), feedback

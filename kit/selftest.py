@@ -1,28 +1,35 @@
 """The kit's self-test, run by nbval in the kernel that has just executed a chapter (notebooks/conftest.py).
 
-After a chapter's last cell, in that same kernel:
+That kernel ran the reference chapter, so it can stand for the grader's trusted checker kernel
+(kit/checker.py). After the chapter's last cell:
 
-1. the chapter's hidden checks are loaded and every exercise must score full marks (the reference);
-2. the reference answers' values are captured, and none may be searchable in the student edition;
+1. the reference answers are exported from it as JSON, exactly as a student's sandbox exports them
+   (kit/runner.py), and scored by the checks against that JSON, functions run in a fresh sandbox from the
+   reference's own cells: every exercise must score full marks;
+2. none of the answers' values may be searchable in the student edition;
 3. every name the answer cells define is deleted, the student edition's cells from its first stub on
-   run (stubs, public checks, the cells between), and every exercise must score 0.
+   run (stubs, public checks, the cells between), their answers are exported and scored: every exercise
+   must score 0.
 
-The cells before the first answer cell are the same in both editions (`selftest` checks it), so this
-is the student edition's run without executing the chapter a second time. `make grade` is unchanged:
-it starts a kernel of its own per submission (`kit.grade.Kernel`).
+The cells before the first answer cell are the same in both editions (`student_tail` checks it), so this
+is the student edition's run without executing the chapter a second time. No check is sent into a
+kernel that ran a student's code: here every cell is the book's own.
 """
 
 from __future__ import annotations
 
-import ast
 import copy
 import json
+import numbers
+import secrets
 from pathlib import Path
 from queue import Empty
 
 import nbformat
 
-from kit.grade import Limits, Run, _run_cells, _run_checks, load_checks
+from kit import codec, definitions, sandbox
+from kit.grade import _tagged, answer_names, exercise_key, load_checks
+from kit.runner import Limits, Run, export_source, run_cells
 from kit.student import answer_cells, leaks, student_edition, tags
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,22 +84,6 @@ class NbvalKernel:
         return outcome
 
 
-def names_defined(cells) -> set[str]:
-    """Names the cells assign or define at top level (what the answer cells leave in the namespace)."""
-    names = set()
-    for cell in cells:
-        try:
-            body = ast.parse(cell.source).body
-        except SyntaxError:  # IPython syntax (a magic): its names are not searched
-            continue
-        for node in body:
-            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-            names |= {t.id for t in targets if isinstance(t, ast.Name)}
-            if isinstance(node, ast.FunctionDef | ast.ClassDef):
-                names.add(node.name)
-    return names
-
-
 def student_tail(nb, forget: list[str]):
     """The cells the self-test runs as the student: forget the answers, then the edition from its first stub."""
     edition = student_edition(nb)
@@ -104,51 +95,88 @@ def student_tail(nb, forget: list[str]):
     return nbformat.v4.new_notebook(cells=[drop, *copy.deepcopy([edition.cells[0], *edition.cells[first:]])])
 
 
-def selftest(kernel, notebook: Path, checks_path: Path | None = None) -> list[str]:
-    """Grade the executed chapter in `kernel` as reference and as student edition; the problems found."""
-    nb = nbformat.read(notebook, as_version=4)
-    checks_path = checks_path or checks_for(notebook)
-    checks = load_checks(checks_path)
-    maxima = {ex: h.points for ex, h in checks.items()}
-    forget = sorted(names_defined(answer_cells(nb)))
-    run, attached = Run(), NbvalKernel(kernel)
-    problems = []
-    full = _run_checks(attached, checks, checks_path, LIMITS, run)
-    if {ex: p for ex, (p, _) in full.items()} != maxima:
-        problems.append(f"the reference solutions do not score full marks: {full} {run.notes}")
-    capture = nbformat.v4.new_code_cell(CAPTURE.format(names=forget))
-    attached.execute(capture, 0, LIMITS.check, run)
-    printed = "".join(o.get("text", "") for o in capture.outputs)
-    answers = json.loads(printed.split("ANSWERS ", 1)[1]) if "ANSWERS " in printed else {}
-    problems += [f"the student edition shows {leak}" for leak in leaks(nb, student_edition(nb), answers)]
-    _run_cells(attached, student_tail(nb, forget), LIMITS, run)
-    zero = _run_checks(attached, checks, checks_path, LIMITS, run)
-    if {ex: p for ex, (p, _) in zero.items()} != dict.fromkeys(maxima, 0):
-        problems.append(f"the untouched student edition does not score 0: {zero}")
-    return problems
+def _export(attached, names: list[str], run: Run) -> dict:
+    token = "kit" + secrets.token_hex(8)
+    cell = nbformat.v4.new_code_cell(export_source(names, token, "RAGCOURSE_VARIANT"))
+    attached.execute(cell, 0, LIMITS.check, run)
+    found = _tagged(cell, token) or {}
+    return found.get("values", {}) if isinstance(found.get("values"), dict) else {}
 
 
-# Prints the reference answers' values as the text a page would show them in (small integers and short
-# strings are left out: they occur everywhere and cannot be searched for).
-CAPTURE = """import json as _json
-import numbers as _numbers
+def _score(attached, checks_path: Path, names: list[str], values: dict, functions: dict, run: Run) -> dict:
+    """The checks on exported answers, in the (trusted) kernel: {exercise: points}."""
+    folder = sandbox._job_dir("ragcourse-selftest-")
+    job = folder / "student.json"
+    job.write_text(json.dumps({"values": values, "functions": functions, "check_seconds": LIMITS.check,
+                               "unsafe": sandbox.available() is not None}), encoding="utf-8")
+    token = "kit" + secrets.token_hex(8)
+    setup = nbformat.v4.new_code_cell(
+        f"import sys as _kit_sys\nif {str(ROOT)!r} not in _kit_sys.path:\n    _kit_sys.path.insert(0, {str(ROOT)!r})\n"
+        "from kit.checker import Checker as _KitChecker\n"
+        f"_kit_checker = _KitChecker({str(checks_path)!r}, dict(globals()), {names!r})\n"
+        f"_kit_checker.student({str(job)!r})")
+    attached.execute(setup, 0, LIMITS.check, run)
+    scores = {}
+    for exercise in sorted(load_checks(checks_path), key=exercise_key):
+        cell = nbformat.v4.new_code_cell(f"_kit_checker.run({exercise!r}, {token!r})")
+        attached.execute(cell, 0, LIMITS.check + 30, run)
+        found = _tagged(cell, token) or {}
+        scores[exercise] = (found.get("points"), found.get("feedback"))
+    attached.execute(nbformat.v4.new_code_cell("_kit_checker.close()\ndel _kit_checker, _KitChecker"), 0, 60, run)
+    job.unlink()
+    folder.rmdir()
+    return scores
 
 
-def _forms(v):
-    if isinstance(v, str):
-        return [v] if len(v) >= 5 else []
-    if isinstance(v, bool) or v is None:
+def _functions(nb, values: dict) -> dict:
+    sources = [c.source for c in nb.cells if c.cell_type == "code"]
+    return {name: definitions.program(sources, name) for name, v in values.items()
+            if isinstance(v, dict) and v.get("$t") == "function"}
+
+
+def forms(value) -> list[str]:
+    """An answer's value as the texts a page would show it in (small integers and short strings left out).
+
+    >>> forms({"a": 0.45678, "b": [12345, "ab"]})
+    ['0.45678', '0.457', '0.4568', '12345', '12,345']
+    """
+    if isinstance(value, str):
+        return [value] if len(value) >= 5 else []
+    if isinstance(value, bool) or value is None:
         return []
-    if isinstance(v, _numbers.Integral):
-        return [str(v), f"{{v:,}}"] if abs(v) >= 1000 else []
-    if isinstance(v, _numbers.Real):
-        return [repr(float(v)), f"{{v:.3f}}", f"{{v:.4f}}"]
-    if isinstance(v, dict):
-        v = list(v.values())
-    if isinstance(v, (list, tuple)):
-        return [f for x in v for f in _forms(x)]
+    if isinstance(value, numbers.Integral):
+        return [str(value), f"{value:,}"] if abs(value) >= 1000 else []
+    if isinstance(value, numbers.Real):
+        return [repr(float(value)), f"{value:.3f}", f"{value:.4f}"]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [f for x in value for f in forms(x)]
     return []
 
 
-print("ANSWERS", _json.dumps({{n: _forms(globals()[n]) for n in {names!r} if n in globals()}}))
-"""
+def selftest(kernel, notebook: Path, checks_path: Path | None = None) -> list[str]:
+    """Grade the executed chapter in `kernel` as reference and as student edition; the problems found."""
+    nb = nbformat.read(notebook, as_version=4)
+    checks_path = (checks_path or checks_for(notebook)).resolve()
+    maxima = {ex: h.points for ex, h in load_checks(checks_path).items()}
+    names = answer_names(nb)
+    run, attached = Run(), NbvalKernel(kernel)
+    problems = []
+    values = _export(attached, names, run)
+    full = _score(attached, checks_path, names, values, _functions(nb, values), run)
+    if {ex: p for ex, (p, _) in full.items()} != maxima:
+        problems.append(f"the reference solutions do not score full marks: {full} {run.notes}")
+    answers = {}
+    for name, data in values.items():
+        try:
+            answers[name] = forms(codec.decode(data))
+        except ValueError:
+            continue
+    problems += [f"the student edition shows {leak}" for leak in leaks(nb, student_edition(nb), answers)]
+    run_cells(attached, student_tail(nb, names), LIMITS, run)
+    values = _export(attached, names, run)
+    zero = _score(attached, checks_path, names, values, _functions(student_edition(nb), values), run)
+    if {ex: p for ex, (p, _) in zero.items()} != dict.fromkeys(maxima, 0):
+        problems.append(f"the untouched student edition does not score 0: {zero}")
+    return problems

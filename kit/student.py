@@ -131,12 +131,14 @@ def leaks(reference, edition, answers: dict[str, list[str]] | None = None) -> li
     first = reference.cells.index(answer_cells(reference)[0])
     shown_by_book = [c for c in reference.cells[:first] if c in public_cells and c.cell_type == "code"
                      and not tags(c) & {"remove-cell", "remove-output"}]
-    public = "\n".join(_texts(public_cells, outputs=False) + _texts(_without_glue(shown_by_book))
-                       + [exercise_of(c)["stub"] for c in answer_cells(reference)])
-    shown = "\n".join(_texts(edition.cells)) + "\n" + json.dumps(edition.metadata)
+    code = "\n".join(_texts(public_cells, outputs=False) + [exercise_of(c)["stub"] for c in answer_cells(reference)])
+    public = code + "\n" + "\n".join(_texts(_without_glue(shown_by_book)))
+    shown = "\n".join(_texts(edition.cells) + _included(edition.cells)) + "\n" + json.dumps(edition.metadata)
     lines = {line.strip() for c in secret for line in c.source.splitlines()}
+    # A solution line the chapter prints (a package function's source shown above a "by hand" exercise)
+    # is a leak all the same: only the chapter's own code may hold it.
     found = [f"solution text {line!r}" for line in sorted(lines)
-             if len(line) >= 20 and line not in public and line in shown]
+             if len(line) >= 20 and line not in code and line in shown]
     quoted_public = {m for c in public_cells if c.cell_type == "markdown" for m in GLUE_REF.findall(c.source)}
     quoted_secret = {m for c in secret if c.cell_type == "markdown" for m in GLUE_REF.findall(c.source)}
     values = {f"the glue {name!r}, which only a solution quotes,": [value]
@@ -146,6 +148,31 @@ def leaks(reference, edition, answers: dict[str, list[str]] | None = None) -> li
         found += [f"{what} (= {text!r})" for text in forms if len(text) >= 4 and text not in public and text in shown]
     still_glued = set(_glued(edition.cells)) & (quoted_secret - quoted_public)
     return found + [f"the glue {name!r}, which only a solution quotes" for name in sorted(still_glued)]
+
+
+LITERALINCLUDE = re.compile(r"literalinclude\}?\s+(\S+)(?P<opts>(?:\n\s*:[a-z-]+:.*)*)")
+
+
+def _included(cells, folder: Path = Path("notebooks")) -> list[str]:
+    """The text that `literalinclude` directives in markdown cells show (a whole file or `:pyobject:`)."""
+    import ast
+
+    found = []
+    for cell in cells:
+        if cell.cell_type != "markdown":
+            continue
+        for match in LITERALINCLUDE.finditer(cell.source):
+            path = (folder / match.group(1)).resolve()
+            if not path.is_file():
+                continue
+            text = path.read_text(encoding="utf-8")
+            wanted = re.search(r":pyobject:\s*(\S+)", match.group("opts") or "")
+            if wanted and path.suffix == ".py":
+                nodes = {n.name: n for n in ast.walk(ast.parse(text)) if hasattr(n, "name") and hasattr(n, "body")}
+                node = nodes.get(wanted.group(1).split(".")[-1])
+                text = ast.get_source_segment(text, node) or "" if node else ""
+            found.append(text)
+    return found
 
 
 def _glued(cells) -> dict[str, str]:

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # kit/ is not installed: it is imported from the repository's root
 
 from kit import guide  # noqa: E402
-from kit.grade import Kernel, Limits, Run, grade_notebook, grade_stages, load_checks  # noqa: E402
+from kit.grade import Kernel, Limits, Run, grade_notebook, load_checks  # noqa: E402
 from kit.student import answer_cells, build, exercise_of, leaks, student_edition, tags  # noqa: E402
 from ragcourse.book.exercises import choose, environment, same_environment  # noqa: E402
 
@@ -131,7 +131,8 @@ SUBMISSIONS = {  # student -> (notebook, or None for no chapter-90 notebook; exp
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """Grade every submission above in one `python -m kit.grade` run (a subprocess, as `make grade` does)."""
-    folder = tmp_path_factory.mktemp("submissions")
+    folder = tmp_path_factory.mktemp("class") / "submissions"
+    folder.mkdir()
     for student, (make, _) in SUBMISSIONS.items():
         (folder / student).mkdir()
         target = folder / student / "90-synthetic.ipynb"
@@ -144,11 +145,13 @@ def graded(tmp_path_factory):
     cmd = [sys.executable, "-m", "kit.grade", str(folder), "--checks", str(FIXTURE_CHECKS), "--chapters", "90",
            "--cell-timeout", str(FAST.cell), "--notebook-timeout", str(FAST.notebook),
            "--check-timeout", str(FAST.check)]
+    out = folder.parent / "graded"
+    cmd += ["--reference", str(FIXTURE.parent), "--out", str(out)]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    with (folder / "grades.csv").open(encoding="utf-8") as handle:
+    with (out / "grades.csv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    return folder, rows
+    return out, rows
 
 
 def test_grades_csv_has_the_columns_and_a_row_per_student_and_exercise(graded):
@@ -197,7 +200,7 @@ def test_the_grading_kernel_runs_the_tests_interpreter_and_versions(tmp_path):
     with Kernel(nb, tmp_path, FAST) as kernel:
         assert kernel.execute(nb.cells[0], 0, FAST.cell, run) is None
     assert nb.cells[0].outputs[0]["text"].strip() == sys.executable
-    scores, run = grade_notebook(FIXTURE, FIXTURE_CHECKS / "ch90.py", FAST)
+    scores, run = grade_notebook(FIXTURE, FIXTURE_CHECKS / "ch90.py", FAST, FIXTURE)
     assert run.environment == environment()
     preamble = student_edition(reference()).cells[0].source
     call = next(n for n in ast.walk(ast.parse(preamble))
@@ -221,15 +224,17 @@ def test_a_variant_changes_a_constant_and_the_hidden_check_follows(tmp_path, mon
     last_year = submission(edits={"90.1": f'n_squares = choose("90.1", [12, 17, 23, 31])\nanswer_squares = {SQUARES_12}'
                                   })
     reset = submission(insert={"90.1": 'import os\nos.environ["RAGCOURSE_VARIANT"] = "0"'})
-    stages, run = grade_stages([reference(), last_year], FIXTURE_CHECKS / "ch90.py", FAST)
-    assert stages[0]["90.1"][0] == 2  # the reference computes from the drawn n: right in any variant
-    assert stages[1]["90.1"][0] == 0  # last year's number is wrong this term
-    (scores, run) = grade_notebook(_write(tmp_path / "reset.ipynb", reset), FIXTURE_CHECKS / "ch90.py", FAST)
+    checks = FIXTURE_CHECKS / "ch90.py"
+    scores, _ = grade_notebook(_write(tmp_path / "90-ref.ipynb", reference()), checks, FAST, FIXTURE)
+    assert scores["90.1"][0] == 2  # the reference computes from the drawn n: right in any variant
+    scores, _ = grade_notebook(_write(tmp_path / "90-last.ipynb", last_year), checks, FAST, FIXTURE)
+    assert scores["90.1"][0] == 0  # last year's number is wrong this term
+    scores, run = grade_notebook(_write(tmp_path / "90-reset.ipynb", reset), checks, FAST, FIXTURE)
     assert scores["90.1"][0] == 0 and f"graded as variant {term}" in "\n".join(run.notes)
     monkeypatch.setenv("RAGCOURSE_VARIANT", "0")
-    stages, _ = grade_stages([last_year], FIXTURE_CHECKS / "ch90.py", FAST)
-    assert stages[0]["90.1"][0] == 2
-    _, run = grade_notebook(path, FIXTURE_CHECKS / "ch90.py", FAST)  # this term's edition, graded as variant 0
+    scores, _ = grade_notebook(tmp_path / "90-last.ipynb", checks, FAST, FIXTURE)
+    assert scores["90.1"][0] == 2
+    _, run = grade_notebook(path, checks, FAST, FIXTURE)  # this term's edition, graded as variant 0
     assert f"handed out as variant {term}, graded as variant 0" in run.notes[0]
 
 

@@ -37,7 +37,7 @@ def rerank_depths(ns):
     return None if right == len(DEPTHS) else right / len(DEPTHS)
 
 
-@check("5.3", points=2)
+@check("5.3", points=2, by_hand=True)
 def maxsim_function(ns):
     """maxsim_by_hand(q, p) equals the package's maxsim on random unit-length matrices of several shapes."""
     fn = ns.get("maxsim_by_hand")
@@ -69,7 +69,7 @@ def unreachable_queries(ns):
     assert answer == expected, "not quite: a query is unreachable when no chunk's content holds its needle whole"
 
 
-@check("5.5", points=3)
+@check("5.5", points=3, by_hand=True)
 def holm_function(ns):
     """holm_by_hand matches the package's holm on unseen lists (ties, one p, unsorted), and answer_holm on the table."""
     fn = ns.get("holm_by_hand")

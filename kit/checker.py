@@ -1,0 +1,94 @@
+"""The checks' side of grading: a trusted kernel that ran the reference chapter, scoring answers sent as data.
+
+The grader starts this kernel (never one that ran a student's code), runs the chapter's reference
+notebook in it, then `Checker` takes over: per student, `ns` is the reference run's namespace without the
+answer cells' names, plus the student's answers decoded from JSON (kit/codec.py), plus, for each function
+they defined, a stand-in that runs it in a fresh sandbox (kit/sandbox.py) on the check's inputs. The checks
+(kit/checks/chNN.py) and every expected value stay here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from kit import codec, definitions
+from kit.hidden import Hidden, load, score
+from kit.sandbox import Functions, FunctionTimeout
+
+MAX_FEEDBACK = 500
+
+
+class Checker:
+    """One chapter's checks over one reference namespace; `student` then `run` per exercise."""
+
+    def __init__(self, checks_path: str, context: dict, answer_names: list[str]):
+        path = Path(checks_path)
+        self.checks: dict[str, Hidden] = load(path.read_text(encoding="utf-8"), path.name)
+        self.answer_names = set(answer_names)
+        self.context = {k: v for k, v in context.items() if k not in self.answer_names and not k.startswith("_")}
+        self.values: dict = {}
+        self.functions: dict[str, dict] = {}
+        self.sandboxes: dict[bool, Functions] = {}
+        self.unsafe, self.seconds = False, 300.0
+
+    def student(self, job_path: str) -> None:
+        """Load one student's answers (values as codec JSON, function sources) from the grader's job file."""
+        self.close()
+        job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+        self.unsafe, self.seconds = bool(job.get("unsafe")), float(job.get("check_seconds", 300))
+        self.values, self.problems = {}, []
+        for name, data in job.get("values", {}).items():
+            if name not in self.answer_names:
+                continue
+            try:
+                self.values[name] = codec.decode(data)
+            except (ValueError, TypeError, KeyError, AttributeError, ImportError, RecursionError, OverflowError):
+                self.problems.append(f"`{name}` could not be read back as data")
+        self.functions = job.get("functions", {})
+
+    def namespace(self, by_hand: bool) -> dict:
+        """What a check sees: the reference's namespace, the student's answers, stand-ins for their functions."""
+        ns = dict(self.context)
+        for name, value in self.values.items():
+            if isinstance(value, codec.Marker):
+                if value.kind == "function" and name in self.functions:
+                    ns[name] = self._stand_in(name, by_hand)
+                continue
+            ns[name] = value
+        return ns
+
+    def _stand_in(self, name: str, by_hand: bool):
+        statements = self.functions[name]
+        refused = definitions.not_own_work(statements, name)
+        if refused is not None:
+            def refuse(*args, **kwargs):
+                raise AssertionError(refused)
+
+            return refuse
+        sandbox = self.sandboxes.get(by_hand)
+        if sandbox is None:
+            program = [s for n in self.functions for s in self.functions[n]]
+            sandbox = self.sandboxes[by_hand] = Functions(list(dict.fromkeys(program)), 0.0, self.unsafe,
+                                                          package=not by_hand)
+        return sandbox.proxy(name)
+
+    def run(self, exercise: str, token: str) -> None:
+        """Score one exercise and print the result as one JSON line tagged with `token`."""
+        hidden = self.checks[exercise]
+        deadline = time.monotonic() + self.seconds
+        ns = self.namespace(hidden.by_hand)
+        for sandbox in self.sandboxes.values():
+            sandbox.deadline, sandbox.seconds = deadline, self.seconds
+        try:
+            points, feedback = score(hidden, ns)
+        except FunctionTimeout as err:
+            points, feedback = 0.0, f"your function {err}"
+        print(token, json.dumps({"exercise": exercise, "points": points, "feedback": str(feedback)[:MAX_FEEDBACK]}))
+
+    def close(self) -> None:
+        """Stop the student's function sandboxes."""
+        for sandbox in self.sandboxes.values():
+            sandbox.close()
+        self.sandboxes = {}

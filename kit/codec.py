@@ -1,0 +1,261 @@
+"""Values as JSON, both ways, for what crosses a sandbox's wall: never pickle, never code.
+
+`encode` turns a value into JSON-ready data: None, bools, ints, floats, strings, lists, tuples, dicts,
+sets, numpy arrays and scalars, pandas frames and series, paths, and the package's own dataclasses and
+named tuples (rebuilt by class name, from `ragcourse.*` only). A function becomes a marker (the grader
+runs it elsewhere); anything else becomes a marker saying what it was. `decode` rebuilds plain values
+and nothing that runs code a student wrote. This file holds no secret: it runs inside the sandbox too.
+
+>>> decode(encode({"a": (1, 2.5), 3: [None, "x"]}))
+{'a': (1, 2.5), 3: [None, 'x']}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+
+MAX_DEPTH = 40
+TAG = "$t"
+
+
+class Unsupported(ValueError):
+    """A value the codec cannot carry (its type is named, never its content)."""
+
+
+def encode(value, depth: int = 0):
+    """JSON-ready data for `value` (see the module docstring); Unsupported for anything else."""
+    if depth > MAX_DEPTH:
+        raise Unsupported("nested too deeply")
+    if value is None or isinstance(value, bool):
+        return bool(value) if value is not None else None
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _float(float(value))
+    if isinstance(value, str):
+        return str.__str__(value)
+    if _namedtuple(value):
+        return _object(value, depth)
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [encode(v, depth + 1) for v in value]
+        if isinstance(value, list):
+            return items
+        kind = "tuple" if isinstance(value, tuple) else "frozenset" if isinstance(value, frozenset) else "set"
+        return {TAG: kind, "v": items}
+    if isinstance(value, dict):
+        return {TAG: "dict", "v": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+    return _other(value, depth)
+
+
+def _float(x: float):
+    return x if math.isfinite(x) else {TAG: "float", "v": repr(x)}
+
+
+def _namedtuple(value) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def _other(value, depth: int):
+    kind = type(value)
+    module = kind.__module__ or ""
+    if module == "numpy" or module.startswith("numpy."):
+        return _numpy(value, depth)
+    if module.startswith("pandas."):
+        return _pandas(value, depth)
+    if module.startswith("pathlib"):
+        return {TAG: "path", "v": str(value)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _object(value, depth)
+    if callable(value) and (module == "builtins" or hasattr(value, "__code__") or isinstance(value, type)):
+        return {TAG: "function"}
+    if module == "re" and kind.__name__ == "Pattern":
+        return {TAG: "unsupported", "type": "re.Pattern"}
+    raise Unsupported(f"a {module}.{kind.__qualname__} cannot be carried as data")
+
+
+def _numpy(value, depth: int):
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biufUS":
+            raise Unsupported(f"a numpy array of dtype {value.dtype}")
+        return {TAG: "ndarray", "dtype": value.dtype.str, "shape": list(value.shape),
+                "v": [encode(x, depth + 1) for x in value.ravel().tolist()]}
+    if isinstance(value, np.generic) and value.dtype.kind in "biufUS":
+        return {TAG: "npscalar", "dtype": value.dtype.str, "v": encode(value.item(), depth + 1)}
+    raise Unsupported(f"a numpy {type(value).__name__}")
+
+
+def _pandas(value, depth: int):
+    import pandas as pd
+
+    if isinstance(value, pd.DataFrame):
+        return {TAG: "frame", "columns": encode(list(value.columns), depth + 1),
+                "index": encode(list(value.index), depth + 1), "dtypes": [str(d) for d in value.dtypes],
+                "v": [encode(list(row), depth + 1) for row in value.itertuples(index=False, name=None)]}
+    if isinstance(value, pd.Series):
+        return {TAG: "series", "name": encode(value.name, depth + 1), "dtype": str(value.dtype),
+                "index": encode(list(value.index), depth + 1), "v": encode(list(value), depth + 1)}
+    if value is pd.NA:
+        return {TAG: "NA"}
+    if isinstance(value, pd.Timestamp):
+        return {TAG: "unsupported", "type": "pandas.Timestamp"}
+    raise Unsupported(f"a pandas {type(value).__name__}")
+
+
+def _object(value, depth: int):
+    kind = type(value)
+    if not (kind.__module__ or "").startswith("ragcourse."):
+        if _namedtuple(value):
+            return {TAG: "tuple", "v": [encode(v, depth + 1) for v in value]}
+        raise Unsupported(f"a {kind.__module__}.{kind.__qualname__} (only the package's own records are carried)")
+    if _namedtuple(value):
+        fields = dict(zip(kind._fields, value, strict=True))
+    else:
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
+    return {TAG: "obj", "class": f"{kind.__module__}:{kind.__qualname__}",
+            "v": {name: encode(v, depth + 1) for name, v in fields.items()}}
+
+
+def decode(data, depth: int = 0):
+    """The value `encode` described, rebuilt from plain data (markers become `Marker`s)."""
+    if depth > MAX_DEPTH:
+        raise ValueError("nested too deeply")
+    if data is None or isinstance(data, bool | int | float | str):
+        return data
+    if isinstance(data, list):
+        return [decode(x, depth + 1) for x in data]
+    if not isinstance(data, dict) or not isinstance(data.get(TAG), str):
+        raise ValueError("not a value the codec wrote")
+    return _DECODERS.get(data[TAG], _bad)(data, depth + 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Marker:
+    """Where a value could not travel as data: a function (run elsewhere) or an unsupported type."""
+
+    kind: str
+    type: str = ""
+
+
+def _bad(data, depth):
+    raise ValueError(f"unknown tag {str(data.get(TAG))[:40]!r}")
+
+
+def _items(data, depth):
+    items = data.get("v")
+    if not isinstance(items, list):
+        raise ValueError("a container without items")
+    return [decode(x, depth) for x in items]
+
+
+def _dict(data, depth):
+    pairs = data.get("v")
+    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+        raise ValueError("a dict that is not a list of pairs")
+    return {_hashable(decode(k, depth)): decode(v, depth) for k, v in pairs}
+
+
+def _hashable(key):
+    if isinstance(key, list):
+        return tuple(_hashable(k) for k in key)
+    hash(key)
+    return key
+
+
+def _ndarray(data, depth):
+    import numpy as np
+
+    dtype = np.dtype(str(data.get("dtype")))
+    if dtype.kind not in "biufUS":
+        raise ValueError(f"array dtype {dtype}")
+    shape = tuple(int(n) for n in data.get("shape", []))
+    return np.array(_items(data, depth), dtype=dtype).reshape(shape)
+
+
+def _npscalar(data, depth):
+    import numpy as np
+
+    dtype = np.dtype(str(data.get("dtype")))
+    if dtype.kind not in "biufUS":
+        raise ValueError(f"scalar dtype {dtype}")
+    return dtype.type(decode(data.get("v"), depth))
+
+
+def _frame(data, depth):
+    import pandas as pd
+
+    rows = [decode(r, depth) for r in data.get("v", [])]
+    frame = pd.DataFrame(rows, columns=decode(data.get("columns"), depth), index=decode(data.get("index"), depth))
+    for column, dtype in zip(frame.columns, data.get("dtypes", []), strict=False):
+        try:
+            frame[column] = frame[column].astype(str(dtype))
+        except (TypeError, ValueError):
+            pass
+    return frame
+
+
+def _series(data, depth):
+    import pandas as pd
+
+    series = pd.Series(decode(data.get("v"), depth), index=decode(data.get("index"), depth),
+                       name=decode(data.get("name"), depth))
+    try:
+        return series.astype(str(data.get("dtype")))
+    except (TypeError, ValueError):
+        return series
+
+
+def _object_back(data, depth):
+    name = str(data.get("class", ""))
+    module_name, _, qualname = name.partition(":")
+    if not module_name.startswith("ragcourse.") or not qualname.isidentifier():
+        raise ValueError(f"class {name[:80]!r} is not one of the package's records")
+    kind = getattr(importlib.import_module(module_name), qualname)
+    if not (isinstance(kind, type) and (dataclasses.is_dataclass(kind) or hasattr(kind, "_fields"))):
+        raise ValueError(f"{name} is not a record")
+    fields = data.get("v")
+    if not isinstance(fields, dict):
+        raise ValueError("a record without fields")
+    return kind(**{str(k): decode(v, depth) for k, v in fields.items()})
+
+
+def _na(data, depth):
+    import pandas as pd
+
+    return pd.NA
+
+
+def _path(data, depth):
+    from pathlib import Path
+
+    return Path(str(data.get("v")))
+
+
+_DECODERS = {
+    "tuple": lambda d, depth: tuple(_items(d, depth)),
+    "set": lambda d, depth: {_hashable(x) for x in _items(d, depth)},
+    "frozenset": lambda d, depth: frozenset(_hashable(x) for x in _items(d, depth)),
+    "dict": _dict, "ndarray": _ndarray, "npscalar": _npscalar, "frame": _frame, "series": _series,
+    "obj": _object_back, "NA": _na, "path": _path,
+    "float": lambda d, depth: float({"nan": "nan", "inf": "inf", "-inf": "-inf"}[str(d.get("v"))]),
+    "function": lambda d, depth: Marker("function"),
+    "unsupported": lambda d, depth: Marker("unsupported", str(d.get("type", ""))[:80]),
+}
+
+
+def dumps(value) -> str:
+    """`encode` then JSON text (NaN and infinities never appear bare)."""
+    return json.dumps(encode(value), allow_nan=False)
+
+
+def loads(text: str):
+    """JSON text (bare NaN or Infinity refused) then `decode`."""
+    return decode(json.loads(text, parse_constant=_refuse))
+
+
+def _refuse(name):
+    raise ValueError(f"bare {name} in JSON")

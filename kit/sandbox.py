@@ -1,0 +1,374 @@
+"""The sandbox each submission runs in: bubblewrap (Debian's `bubblewrap`, the sandbox Flatpak uses).
+
+Inside: a private read-only copy of the notebook, a size-limited private /tmp (the working folder,
+HOME and a fresh IPYTHONDIR), the venv, the Python it was made from, the package, data/ and
+benchmarks/results/ read-only, and nothing else of the checkout (no kit/, notebooks/, tests/, .git, no
+other submission, no output folder). Its own user, PID, IPC, UTS and network namespaces (loopback
+only): nothing it starts outlives it, and it sees no other process. Limits per process on address space,
+processes, file size, CPU time and open files; a wall-clock limit on the whole. It always runs as an
+unprivileged user: as root the grader first drops to `nobody`. `available()` says whether this machine
+can make one; without it the grader refuses to run unless told `--unsafe`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from kit import codec
+
+KIT = Path(__file__).resolve().parent
+RUNNER_FILES = ("runner.py", "codec.py")  # the only files of kit/ a sandbox sees: no check, no secret
+INSIDE_RUNNER = "/opt/kit-runner"
+INSIDE_JOB = "/opt/kit-job"
+INSIDE_WORK = "/tmp/work"
+NOBODY = "nobody"
+
+
+@dataclass(frozen=True)
+class Quota:
+    """Per-process limits inside a sandbox (bytes, counts, seconds) and the size of its /tmp."""
+
+    memory: int = 8 << 30
+    processes: int = 256
+    file_size: int = 256 << 20
+    open_files: int = 1024
+    cpu: int = 3600
+    tmp_size: int = 512 << 20
+    output: int = 64 << 20  # the most a sandbox may print back
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not be made (bwrap missing, user namespaces off)."""
+
+
+def package_root() -> Path:
+    """The folder that holds the `ragcourse` package (src/ in a checkout)."""
+    import ragcourse
+
+    return Path(ragcourse.__file__).resolve().parents[1]
+
+
+def _read_only_paths() -> list[Path]:
+    """What a sandbox may read: the interpreter's prefixes, the package, its data and stored results."""
+    src = package_root()
+    checkout = src.parent
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent, src}
+    paths |= {p for p in (checkout / "data", checkout / "benchmarks" / "results", checkout / "models") if p.exists()}
+    for folder in list(paths):  # data/corpus may be a link to another checkout's data
+        if folder.is_dir():
+            paths |= {child.resolve() for child in folder.iterdir() if child.is_symlink() and child.resolve().exists()}
+    return sorted(paths)
+
+
+def _system_paths() -> list[str]:
+    return [p for p in ("/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc/alternatives", "/etc/ssl",
+                        "/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf") if os.path.exists(p)]
+
+
+def bwrap_command(job_dir: Path, extra_ro: list[tuple[str, str]] = (), quota: Quota = Quota(),
+                  package: bool = True) -> list[str]:
+    """The bwrap command line for a sandbox that reads its job from `job_dir` (mounted read-only)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxError("bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+    own_user = ["--unshare-user", "--uid", "65534", "--gid", "65534"] if _as_root() and not drop_to_nobody() else []
+    cmd = [bwrap, "--unshare-all", "--die-with-parent", *own_user, "--new-session", "--proc", "/proc", "--dev", "/dev",
+           "--size", str(quota.tmp_size), "--tmpfs", "/tmp", "--dir", INSIDE_WORK, "--clearenv"]
+    for path in _system_paths():
+        cmd += ["--ro-bind", path, path]
+    src = package_root()
+    for path in _read_only_paths():
+        if package or path != src:
+            cmd += ["--ro-bind", str(path), str(path)]
+    for name in RUNNER_FILES:
+        cmd += ["--ro-bind", str(KIT / name), f"{INSIDE_RUNNER}/{name}"]
+    cmd += ["--ro-bind", str(job_dir), INSIDE_JOB]
+    for outside, inside in extra_ro:
+        cmd += ["--ro-bind", outside, inside]
+    env = {"HOME": "/tmp/home", "IPYTHONDIR": "/tmp/ipython", "MPLCONFIGDIR": "/tmp/mpl", "MPLBACKEND": "Agg",
+           "JUPYTER_RUNTIME_DIR": "/tmp/jupyter-runtime", "JUPYTER_CONFIG_DIR": "/tmp/jupyter",
+           "JUPYTER_DATA_DIR": "/tmp/jupyter-data", "JUPYTER_PLATFORM_DIRS": "1", "PYTHONNOUSERSITE": "1",
+           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+           "PYTHONPATH": str(src) if package else "", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "RAGCOURSE_PROGRESS": "0", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+    for name in ("RAGCOURSE_VARIANT", "RAGCOURSE_CACHE", "RAGCOURSE_DATA", "RAGCOURSE_RESULTS"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    for name, value in env.items():
+        cmd += ["--setenv", name, value]
+    return cmd + ["--chdir", INSIDE_WORK, "--", sys.executable, "-I", f"{INSIDE_RUNNER}/runner.py"]
+
+
+def _limit(quota: Quota, drop: bool):
+    """The function run in the child before bwrap: limits, a session of its own, and `nobody` as root."""
+    user = pwd.getpwnam(NOBODY) if drop else None
+
+    def apply() -> None:
+        os.setsid()
+        for kind, value in ((resource.RLIMIT_AS, quota.memory), (resource.RLIMIT_NPROC, quota.processes),
+                            (resource.RLIMIT_FSIZE, quota.file_size), (resource.RLIMIT_NOFILE, quota.open_files),
+                            (resource.RLIMIT_CPU, quota.cpu), (resource.RLIMIT_CORE, 0)):
+            resource.setrlimit(kind, (value, value))
+        if user is not None:
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+
+    return apply
+
+
+def _as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _reachable_by_others(path: Path) -> bool:
+    """Whether a user other than the owner can reach `path` (every folder above it searchable by others)."""
+    return all(os.stat(p).st_mode & 0o001 for p in [*reversed(path.parents), path] if p.is_dir())
+
+
+@cache
+def drop_to_nobody() -> bool:
+    """As root, whether the sandbox can run as `nobody` (it must reach the interpreter and the package).
+
+    When it cannot (an interpreter under /root), bwrap runs as root in a user namespace of its own, as
+    uid 65534 inside: every limit holds but the process count, which the kernel never applies to root.
+    """
+    return _as_root() and all(_reachable_by_others(p) for p in _read_only_paths())
+
+
+def _job_dir(prefix: str) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder.chmod(0o755)  # readable by `nobody`, who runs the sandbox when the grader is root
+    return folder
+
+
+def _write_job(folder: Path, job: dict) -> Path:
+    path = folder / "job.json"
+    path.write_text(json.dumps(job), encoding="utf-8")
+    path.chmod(0o644)
+    return path
+
+
+@cache
+def available() -> str | None:
+    """None when this machine can make a sandbox; else why not (what the machine needs)."""
+    folder = _job_dir("ragcourse-probe-")
+    try:
+        (folder / "probe.py").write_text("print('ok')\n", encoding="utf-8")
+        cmd = bwrap_command(folder)[:-2] + [f"{INSIDE_JOB}/probe.py"]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                              preexec_fn=_limit(Quota(), drop_to_nobody()))  # noqa: PLW1509 - limits for the child only
+    except (SandboxError, OSError, subprocess.TimeoutExpired) as err:
+        return str(err)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if done.stdout.strip() != "ok":
+        return ("bwrap could not make a sandbox (it needs unprivileged user namespaces: sysctl "
+                "kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0): " + done.stderr.strip()[:300])
+    return None
+
+
+def _read_bounded(proc: subprocess.Popen, limit: int, deadline: float) -> tuple[bytes, str | None]:
+    """Standard output of `proc` until it ends, `limit` bytes or the deadline; (bytes, why it was cut)."""
+    chunks, size, fd = [], 0, proc.stdout.fileno()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return b"".join(chunks), "time"
+        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks), None
+        size += len(chunk)
+        if size > limit:
+            return b"", "size"
+        chunks.append(chunk)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill the sandbox's whole session (bwrap, then its PID namespace goes with it)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def unsafe_command(job_dir: Path) -> list[str]:
+    """No sandbox (`--unsafe`): the runner in a plain subprocess, the job read where it lies."""
+    return [sys.executable, "-I", str(KIT / "runner.py")]
+
+
+def _launch(mode: str, job: dict, unsafe: bool, quota: Quota, package: bool = True, extra_ro=()):
+    folder = _job_dir(f"ragcourse-{mode}-")
+    for name, data in job.pop("files", {}).items():
+        (folder / name).write_bytes(data)
+        (folder / name).chmod(0o644)
+    inside = str(folder) if unsafe else INSIDE_JOB
+    job = {k: (v.replace("{job}", inside) if isinstance(v, str) else v) for k, v in job.items()}
+    _write_job(folder, job)
+    if unsafe:
+        env = {**os.environ, "PYTHONPATH": str(package_root()) if package else ""}
+        cmd, pre = unsafe_command(folder), _limit(quota, False)
+    else:
+        env, cmd, pre = {}, bwrap_command(folder, list(extra_ro), quota, package), _limit(quota, drop_to_nobody())
+    proc = subprocess.Popen([*cmd, mode, f"{inside}/job.json"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL if not os.environ.get("KIT_DEBUG") else None,
+                            env=env, preexec_fn=pre, cwd=folder if unsafe else None)  # noqa: PLW1509
+    return proc, folder
+
+
+def run_notebook(data: bytes, names: list[str], limits: dict, unsafe: bool = False, quota: Quota = Quota()) -> dict:
+    """Run a notebook (its bytes) in a fresh sandbox; the runner's result (untrusted) or a note why none."""
+    job = {"notebook": "{job}/submission.ipynb", "cwd": INSIDE_WORK, "names": names, "limits": limits,
+           "variant_env": "RAGCOURSE_VARIANT", "files": {"submission.ipynb": data}}
+    if unsafe:
+        job["cwd"] = tempfile.mkdtemp(prefix="ragcourse-unsafe-")
+    proc, folder = _launch("notebook", job, unsafe, quota)
+    proc.stdin.close()
+    wall = limits["notebook"] + limits["check"] + 4 * limits["grace"] + 60
+    try:
+        out, cut = _read_bounded(proc, quota.output, time.monotonic() + wall)
+    finally:
+        _stop(proc)
+        shutil.rmtree(folder, ignore_errors=True)
+    if cut == "time":
+        return {"notes": [f"the notebook's run passed its {wall:.0f} s wall-clock limit and was stopped"]}
+    if cut == "size":
+        return {"notes": [f"the notebook's run printed more than {quota.output >> 20} MB back and was stopped"]}
+    try:
+        result = json.loads(out.decode("utf-8"), parse_constant=codec._refuse)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return {"notes": ["the notebook's run ended without a readable result (did it kill its runner?)"]}
+    return result if isinstance(result, dict) else {"notes": ["the notebook's run gave an unreadable result"]}
+
+
+class FunctionTimeout(BaseException):  # noqa: N818 - not an Exception, so `except Exception` in a check cannot eat it
+    """A student's function ran past the check's time: the whole check stops with this message."""
+
+
+class StudentError(Exception):
+    """A student's function raised something that is not a builtin or package exception."""
+
+
+class Functions:
+    """A student's functions, defined from their own cells in a fresh sandbox and called on inputs only.
+
+    `proxy(name)` is a callable for a check: its arguments go in as data, the result comes back as data.
+    """
+
+    def __init__(self, statements: list[str], deadline: float, unsafe: bool = False, package: bool = True,
+                 exchange: Path | None = None, quota: Quota = Quota()):
+        self.statements, self.deadline, self.unsafe, self.package = statements, deadline, unsafe, package
+        self.exchange, self.quota = exchange, quota
+        self.proc = self.folder = None
+        self.calls, self.seconds = 0, 0.0
+
+    def _start(self) -> None:
+        extra = [(str(self.exchange), str(self.exchange))] if self.exchange else []
+        job = {"statements": self.statements}
+        self.proc, self.folder = _launch("function", job, self.unsafe, self.quota, self.package, extra)
+
+    def close(self) -> None:
+        """Stop the sandbox, if one is running."""
+        if self.proc is not None:
+            _stop(self.proc)
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.proc = None
+
+    def call(self, name: str, args: tuple, kwargs: dict):
+        """fn(*args, **kwargs) in the sandbox; its value (as data), or the exception it raised."""
+        if time.monotonic() >= self.deadline:
+            raise FunctionTimeout(f"ran past its {self.seconds:.0f} s limit (does your code loop?)")
+        if self.proc is None:
+            self._start()
+        self.calls += 1
+        request = {"id": self.calls, "name": name, "args": codec.encode(list(args)), "kwargs": codec.encode(kwargs)}
+        try:
+            self.proc.stdin.write((json.dumps(request, allow_nan=False) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.close()
+            raise StudentError("your function's process ended (did it exit or crash?)") from None
+        reply = self._reply()
+        if "error" in reply:
+            raise _exception(str(reply.get("error")), str(reply.get("message", ""))[:300])
+        return codec.decode(reply.get("value"))
+
+    def _reply(self) -> dict:
+        fd, buffer = self.proc.stdout.fileno(), b""
+        while True:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                raise FunctionTimeout(f"ran past its {self.seconds:.0f} s limit (does your code loop?)")
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                self.close()
+                raise StudentError("your function's process ended (did it exit or crash?)")
+            buffer += chunk
+            if len(buffer) > self.quota.output:
+                self.close()
+                raise StudentError("your function returned more data than the grader reads")
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                try:
+                    reply = json.loads(line, parse_constant=codec._refuse)
+                except ValueError:
+                    continue
+                if isinstance(reply, dict) and reply.get("id") == self.calls:
+                    return reply
+
+    def proxy(self, name: str):
+        """A stand-in for the student's function `name`, for a check to call."""
+
+        def call(*args, **kwargs):
+            return self.call(name, args, kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+
+def _exception(kind: str, message: str) -> BaseException:
+    """The exception a student's function raised, rebuilt only when it is a builtin or the package's."""
+    import builtins
+    import importlib
+
+    module, _, qualname = kind.partition(":")
+    found = None
+    if module == "builtins":
+        found = getattr(builtins, qualname, None)
+    elif module.startswith("ragcourse.") and qualname.isidentifier():
+        try:
+            found = getattr(importlib.import_module(module), qualname, None)
+        except ImportError:
+            found = None
+    if isinstance(found, type) and issubclass(found, Exception):
+        try:
+            return found(message)
+        except Exception:  # noqa: BLE001 - an exception class with another signature
+            pass
+    return StudentError(f"{qualname[:60]}: {message}")

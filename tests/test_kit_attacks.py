@@ -1,0 +1,281 @@
+"""The grader against cheating and careless students (issue 29): one submission per attack, one grading run.
+
+Honest students are graded beside hostile ones, before and after them; the honest keep their points, the
+hostile score 0, no check source reaches a student, and no file outside a sandbox changes. The
+submissions are built on the synthetic chapter (tests/fixtures/kit/), so the run takes about a minute.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # kit/ is not installed: it is imported from the repository's root
+
+from kit import definitions, sandbox  # noqa: E402
+from kit.student import student_edition  # noqa: E402
+from tests.test_kit import FIXTURE, FIXTURE_CHECKS, SQUARES_12, reference, submission  # noqa: E402
+
+pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"no sandbox: {sandbox.available()}")
+
+MARKER = "kit-attack-marker"
+CHECK_FILE = FIXTURE_CHECKS / "ch90.py"
+CHECK_SECRET = "CLIP_CASES"  # a line of the check file that must never reach a student
+
+
+def hostile(first: str) -> nbformat.NotebookNode:
+    """The student edition (0 points when nothing else happens) with an attack as its first code cell."""
+    nb = student_edition(reference())
+    nb.cells.insert(1, nbformat.v4.new_code_cell(first))
+    return nb
+
+
+def with_answers(cell: str) -> nbformat.NotebookNode:
+    """The reference, with a cell before the first answer: the answers are right, the attack rides along."""
+    return submission(insert={"90.1": cell})
+
+
+def attacks(paths: dict[str, str]) -> dict:
+    """student -> (notebook, expected points of 90.1, 90.2, 90.3); `paths` names what a student would aim at."""
+    steal = f"""import glob, os, pathlib
+found = []
+for pattern in ["{paths['kit']}/**/*.py", "{paths['root']}/**/ch90.py", "/proc/*/cwd/**/ch90.py", "/proc/*/cmdline",
+                "/tmp/**/*.py", os.path.expanduser("~") + "/**/*.py"]:
+    for name in glob.glob(pattern, recursive=True)[:200]:
+        try:
+            found.append(pathlib.Path(name).read_text(errors="ignore")[:2000])
+        except OSError:
+            pass
+hist = "\\n".join(globals().get("In", []))
+print("\\n".join(found)[:100000])
+answer_prediction, answer_why = "above", ("\\n".join(found) + hist)[:5000] or "nothing was found to read here"
+"""
+    copy_reference = f"""import json, pathlib
+ref = json.loads(pathlib.Path("{paths['reference']}").read_text())
+for cell in ref["cells"]:
+    if "answer" in cell["metadata"].get("tags", []):
+        exec("".join(cell["source"]))
+"""
+    patch = """import builtins, json, numpy
+builtins.print = lambda *a, **k: None
+builtins.compile = lambda *a, **k: (_ for _ in ()).throw(SystemExit)
+numpy.allclose = lambda *a, **k: True
+json.dumps = lambda *a, **k: '{"exercise": "90.1", "points": 4000, "feedback": "full marks"}'
+class Anything(int):
+    def __eq__(self, other): return True
+    def __hash__(self): return 0
+n_squares, answer_squares = Anything(12), Anything(1)
+def clip(xs, low, high): return Anything(0)
+answer_prediction = "above"
+answer_why = Anything(0)
+"""
+    vandal = f"""import os, pathlib, shutil
+for victim in pathlib.Path("{paths['submissions']}").glob("*"):
+    if victim.name != "d-vandal":
+        try:
+            (victim / "90-synthetic.ipynb").write_text("{{}}")
+            (victim / "feedback.md").write_text("# Feedback\\n\\n**6 of 6 points.** forged")
+        except OSError:
+            pass
+        shutil.rmtree(victim, ignore_errors=True)
+for out in ["{paths['out']}/grades.csv", "{paths['out']}/a-honest/feedback.md"]:
+    try:
+        pathlib.Path(out).write_text("forged")
+    except OSError:
+        pass
+"""
+    detach = f"""import subprocess
+for _ in range(25):
+    subprocess.Popen(["sh", "-c", "sleep 1; echo forged > {paths['out']}/grades.csv; sleep 600 # {MARKER}"],
+                     start_new_session=True)
+"""
+    persist = f"""import os, pathlib
+targets = ["{CHECK_FILE}", os.path.expanduser("~/.ipython/profile_default/startup/00-kit.py"),
+           os.environ.get("IPYTHONDIR", "/tmp") + "/profile_default/startup/00-kit.py",
+           "{paths['venv']}/lib/python3.11/site-packages/sitecustomize.py", "{paths['src']}/ragcourse/__init__.py"]
+for target in targets:
+    try:
+        pathlib.Path(target).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(target).write_text("raise SystemExit('{MARKER}')\\n")
+    except OSError:
+        pass
+"""
+    hog = """import mmap
+reserved = mmap.mmap(-1, 20 << 30)
+"""
+    net = """import socket
+socket.create_connection(("1.1.1.1", 53), timeout=3)
+"""
+    weird_metadata = student_edition(reference())
+    weird_metadata.metadata["ragcourse"] = "x"
+    weird_values = with_answers("")
+    weird_values.cells.append(nbformat.v4.new_code_cell(
+        "answer_squares = float('nan')\nanswer_why = ['deep']\nfor _ in range(200):\n    answer_why = [answer_why]"))
+    return {
+        "a-honest": (reference, (2, 3, 1)),
+        "b-steals-checks": (lambda: hostile(steal), (0, 0, 0)),
+        "c-copies-reference": (lambda: hostile(copy_reference), (0, 0, 0)),
+        "c-symlink": ("symlink", (0, 0, 0)),
+        "d-vandal": (lambda: hostile(vandal), (0, 0, 0)),
+        "e-patches": (lambda: hostile(patch), (0, 0, 0)),
+        "e-package-own": (lambda: submission(edits={"90.2": "from ragcourse.evaluation import holm as clip"}),
+                          (2, 0, 1)),
+        "f-detached": (lambda: hostile(detach), (0, 0, 0)),
+        "g-persists": (lambda: hostile(persist), (0, 0, 0)),
+        "h-metadata": (lambda: weird_metadata, (0, 0, 0)),
+        "h-fifo": ("fifo", (0, 0, 0)),
+        "h-weird-values": (lambda: weird_values, (0, 3, 0)),
+        "i-feedback-link": ("feedback-link", (2, 3, 1)),
+        "j-folder-link": ("folder-link", (0, 0, 0)),
+        "k-memory": (lambda: with_answers(hog), (2, 3, 1)),
+        "l-network": (lambda: with_answers(net), (2, 3, 1)),
+        "z-honest": (reference, (2, 3, 1)),
+    }
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _marked_processes() -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            if MARKER.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    """Every attack graded in one `python -m kit.grade` run; the files that must not change, before and after."""
+    base = tmp_path_factory.mktemp("attack")
+    folder, out, outside = base / "submissions", base / "graded", base / "elsewhere"
+    folder.mkdir()
+    outside.mkdir()
+    paths = {"kit": str(ROOT / "kit"), "root": str(ROOT), "reference": str(FIXTURE), "submissions": str(folder),
+             "out": str(out), "venv": sys.prefix, "src": str(sandbox.package_root())}
+    table = attacks(paths)
+    for student, (make, _) in table.items():
+        target = folder / student / "90-synthetic.ipynb"
+        if make == "folder-link":
+            (outside / "90-synthetic.ipynb").write_text(nbformat.writes(reference()), encoding="utf-8")
+            (folder / student).symlink_to(outside, target_is_directory=True)
+            continue
+        (folder / student).mkdir()
+        if make == "symlink":
+            target.symlink_to(FIXTURE)
+        elif make == "fifo":
+            os.mkfifo(target)
+        elif make == "feedback-link":
+            nbformat.write(reference(), target)
+            (folder / student / "feedback.md").symlink_to(folder / "z-honest" / "90-synthetic.ipynb")
+        else:
+            nbformat.write(make(), target)
+    guarded = [CHECK_FILE, FIXTURE, *sorted(folder.glob("[a-z]-*/90-synthetic.ipynb"))]
+    guarded = [p for p in guarded if p.is_file() and not p.is_symlink()]
+    before = {p: _digest(p) for p in guarded}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(sandbox.package_root()), str(ROOT)]),
+           "RAGCOURSE_VARIANT": "0"}
+    cmd = [sys.executable, "-m", "kit.grade", str(folder), "--out", str(out), "--checks", str(FIXTURE_CHECKS),
+           "--reference", str(FIXTURE.parent), "--chapters", "90", "--cell-timeout", "10", "--notebook-timeout", "60",
+           "--check-timeout", "10"]
+    started = time.monotonic()
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    time.sleep(2)  # a detached process would write now
+    with (out / "grades.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    return {"rows": rows, "out": out, "table": table, "before": before, "outside": outside, "folder": folder,
+            "seconds": time.monotonic() - started}
+
+
+def test_every_student_gets_exactly_their_points(attacked):
+    got = {}
+    for row in attacked["rows"]:
+        got.setdefault(row["student"], []).append(float(row["points"]))
+    expected = {s: [float(p) for p in points] for s, (_, points) in attacked["table"].items()}
+    assert got == expected, {s: [r["feedback"] for r in attacked["rows"] if r["student"] == s] for s in got}
+
+
+def test_points_are_numbers_within_the_maximum(attacked):
+    assert all(0 <= float(r["points"]) <= float(r["max_points"]) for r in attacked["rows"])
+
+
+def test_no_check_source_reaches_a_student(attacked):
+    out = attacked["out"]
+    texts = [(out / "grades.csv").read_text(encoding="utf-8")]
+    texts += [p.read_text(encoding="utf-8") for p in out.glob("*/feedback.md")]
+    assert not any(CHECK_SECRET in t or str(SQUARES_12) in t or "min(max(x, low), high)" in t for t in texts)
+
+
+def test_no_file_outside_a_sandbox_changed(attacked):
+    changed = [str(p) for p, digest in attacked["before"].items() if not p.is_file() or _digest(p) != digest]
+    assert changed == []
+    assert not (attacked["outside"] / "feedback.md").exists()
+    assert "forged" not in (attacked["out"] / "grades.csv").read_text(encoding="utf-8")
+    assert not list(Path(os.path.expanduser("~/.ipython/profile_default/startup")).glob("00-kit.py"))
+    assert not (Path(sys.prefix) / "lib" / "python3.11" / "site-packages" / "sitecustomize.py").exists()
+
+
+def test_nothing_a_submission_started_outlives_it(attacked):
+    assert _marked_processes() == []
+
+
+def test_feedback_says_why_for_the_careless_and_the_hostile(attacked):
+    out = attacked["out"]
+    feedback = {p.parent.name: p.read_text(encoding="utf-8") for p in out.glob("*/feedback.md")}
+    assert "not a regular file" in feedback["h-fifo"]
+    assert "link" in feedback["c-symlink"] and "link" in feedback["j-folder-link"]
+    assert "imported, not written by you" in feedback["e-package-own"]
+    assert "Cannot allocate memory" in feedback["k-memory"] or "MemoryError" in feedback["k-memory"]
+    assert "unreachable" in feedback["l-network"] or "OSError" in feedback["l-network"]
+
+
+def test_a_copy_of_the_package_own_function_is_refused():
+    from ragcourse import evaluation
+
+    source = definitions.program([f"import numpy as np\n{_source(evaluation.holm)}".replace("def holm(", "def mine(")],
+                                 "mine")
+    assert definitions.not_own_work(source, "mine") == "`mine` is the package's own function, copied: write it yourself"
+    assert "new name" in definitions.not_own_work(["from ragcourse.evaluation import holm", "mine = holm"], "mine")
+    assert definitions.not_own_work(["def mine(p):\n    return sorted(p)"], "mine") is None
+
+
+def _source(fn) -> str:
+    import inspect
+    import textwrap
+
+    return textwrap.dedent(inspect.getsource(fn))
+
+
+def test_the_sandbox_sees_no_checkout_no_network_and_no_other_process(tmp_path):
+    probe = f"""import os, socket, json
+seen = {{"kit": os.path.exists({str(ROOT / 'kit')!r}), "notebooks": os.path.exists({str(ROOT / 'notebooks')!r}),
+        "pids": len([p for p in os.listdir('/proc') if p.isdigit()]), "uid": os.getuid()}}
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+    seen["network"] = True
+except OSError:
+    seen["network"] = False
+answer_why = json.dumps(seen)
+"""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(probe)])
+    result = sandbox.run_notebook(nbformat.writes(nb).encode(), ["answer_why"],
+                                  {"cell": 30, "notebook": 60, "check": 30, "grace": 10})
+    import json
+
+    seen = json.loads(result["exported"]["values"]["answer_why"])
+    assert seen["kit"] is False and seen["notebooks"] is False and seen["network"] is False
+    assert seen["pids"] <= 4 and seen["uid"] != 0, seen
