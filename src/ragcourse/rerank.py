@@ -12,7 +12,7 @@ Two rerankers implement the small `Reranker` protocol:
   matrix product. It needs no other model, which makes it the offline default (`default_reranker`).
 
 Left out on purpose: training (chapter 5's fine-tuned cross-encoder is a documented negative result,
-trained by `benchmarks/reranker_train.py`), LLM judges (`benchmarks/judge_trial.py`), latency
+its stored ranks are written by `benchmarks/reranker_ranks.py`), LLM judges (`benchmarks/judge_trial.py`), latency
 measurement (`benchmarks/rerank_trial.py`), ColBERT's query augmentation with [MASK] tokens and its
 learned 128-d projection (the MiniLM's 384-d vectors are used as they are), and approximate MaxSim
 indexes (PLAID): a shortlist of 25 is scored exactly.
