@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import bm25 as bm25_module
 from .bm25 import tokenize
 from .chunking import PIPELINE_VERSION
 from .index import StaleIndexError
@@ -79,7 +80,7 @@ def stamp_for(retriever) -> Stamp:
     embedder, bm25 = retriever.dense.embedder, retriever.bm25
     digest = hashlib.sha256("\n".join(hashlib.sha256(c.text.encode()).hexdigest()
                                       for c in retriever.chunks).encode()).hexdigest()
-    settings = json.dumps({"k1": bm25.k1, "b": bm25.b, "tokenizer": "[a-z0-9]+"}, sort_keys=True)
+    settings = json.dumps({"k1": bm25.k1, "b": bm25.b, "tokenizer": bm25_module.TOKEN_PATTERN}, sort_keys=True)
     return Stamp(embedder.name, embedder.fingerprint, embedder.dim, PIPELINE_VERSION,
                  retriever.strategy, settings, digest, len(retriever.chunks))
 
