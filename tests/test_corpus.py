@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import doctest
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -37,16 +35,6 @@ EXPECTED_IDS = [
 
 def test_docstring_examples():
     assert doctest.testmod(ragcourse.corpus).failed == 0
-
-
-@pytest.mark.parametrize("module", ["corpus", "chunking", "dense", "pipeline"])
-def test_run_time_modules_do_not_load_docutils(module):
-    code = f"import sys, ragcourse.{module}; print(sorted(m for m in sys.modules if m.startswith('docutils')))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
-
-
-# ----- load and verify
 
 
 def test_loaded_corpus_matches_the_lock(corpus):

@@ -43,7 +43,7 @@ from . import bm25 as bm25_module
 from .bm25 import tokenize
 from .chunking import PIPELINE_VERSION
 from .index import StaleIndexError
-from .pipeline import METHODS, ranked_chunks
+from .pipeline import METHODS, rank_all
 from .precision import rounded_scores
 
 URL_VARIABLE = "RAGCOURSE_QDRANT_URL"
@@ -239,9 +239,7 @@ class QdrantEngine:
     def rankings(self, queries: Iterable, method: str = "dense", depth: int | None = None,
                  vectors: Mapping[str, np.ndarray] | None = None) -> dict:
         """query id -> chunks best first, like `pipeline.Retriever.rankings`, for `evaluation.evaluate`."""
-        vectors = vectors or {}
-        positions = {q.id: self.rank(q.text, method, vectors.get(q.id)) for q in queries}
-        return ranked_chunks(self._require().chunks, positions, depth)
+        return rank_all(self.rank, self._require().chunks, queries, method, depth, vectors)
 
 
 def connect(engine: str = "qdrant", url: str | None = None, path: str | None = None) -> QdrantEngine:

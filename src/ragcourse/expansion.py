@@ -26,7 +26,7 @@ from pathlib import Path
 from .bm25 import idf, tokenize
 from .fusion import rrf
 from .paths import RESULTS_DIR
-from .pipeline import METHODS, Retriever, ranked_chunks
+from .pipeline import METHODS, Retriever, rank_all
 
 EXPANSIONS = ("none", "clean", "feedback", "clean+feedback", "multi")
 #: What chapter 10 asks SmolLM2 (greedy, at most REWRITE_TOKENS new tokens) for the "multi" expansion.
@@ -264,8 +264,7 @@ class Expanded:
 
     def rankings(self, queries: Iterable, method: str = "hybrid", depth: int | None = None) -> dict[str, list]:
         """query id -> chunks best first, for `evaluation.evaluate` (as `Retriever.rankings`)."""
-        positions = {q.id: self.rank(q.text, method) for q in queries}
-        return ranked_chunks(self.retriever.chunks, positions, depth)
+        return rank_all(self.rank, self.retriever.chunks, queries, method, depth)
 
 
 def _method_lists(retriever: Retriever, query: str, method: str) -> list[list[int]]:

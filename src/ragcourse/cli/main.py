@@ -125,10 +125,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         label += f" on {args.engine}"
     rankings = ranker.rankings(qs, args.method)
     if args.rerank:
-        from ..rerank import default_reranker, rerank_head
+        from ..rerank import default_reranker, rerank_rankings
 
         reranker = default_reranker()
-        rankings = {q.id: rerank_head(reranker, q.text, rankings[q.id], args.depth) for q in qs}
+        rankings = rerank_rankings(reranker, qs, rankings, args.depth)
         label += f" + {reranker.name}, top {args.depth}"
     table = summarize(evaluate(rankings, qs), label)
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))

@@ -81,10 +81,10 @@ def _destroyed(retriever: pipeline.Retriever, questions: Sequence[Question]) -> 
 
 
 def _reranked(reranker, rankings: dict, qs: Sequence) -> dict:
-    """Each ranking with its first 25 reranked (`rerank.rerank_head`), the rest in place."""
-    from ..rerank import rerank_head
+    """Each ranking with its first 25 reranked (`rerank.rerank_rankings`), the rest in place."""
+    from ..rerank import rerank_rankings
 
-    return {q.id: rerank_head(reranker, q.text, rankings[q.id]) for q in qs}
+    return rerank_rankings(reranker, qs, rankings)
 
 
 def _default_reranker():
