@@ -165,9 +165,6 @@ class SheetRange:
         return f"sheet {self.sheet}, cells {self.cells}"
 
 
-Locator = CharRange | PdfPage | MediaTime | SheetRange
-
-
 @dataclass(frozen=True)
 class Citation:
     """What the server attaches to source [n]: document, section label, locator and the quote."""
@@ -195,11 +192,8 @@ class Context:
 
 
 def section_label(chunk: Chunk) -> str:
-    """The chunk's section path as one string ('A > B'); its document title when it has none."""
-    section = chunk.section
-    if isinstance(section, list | tuple):
-        section = " > ".join(str(s) for s in section if s)
-    return section or chunk.doc_title
+    """The chunk's section title; its document's title when it has none (the preamble)."""
+    return chunk.section or chunk.doc_title
 
 
 def build_context(question: str, hits: Sequence[Hit]) -> Context:

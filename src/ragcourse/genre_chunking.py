@@ -36,9 +36,6 @@ from ragcourse.chunking import Chunk, Span, header, pack, paragraph_spans, sente
 from ragcourse.corpus import Document, Section, sections
 from ragcourse.precision import rounded_scores
 
-#: Bump whenever the chunks produced for the same input change.
-GENRE_CHUNKING_VERSION = "genre-chunking-1"
-
 #: A cutter returns the cut positions it sees inside `text[start:end]` (the caller drops the edges).
 Cutter = Callable[[str, int, int], list[int]]
 
@@ -313,10 +310,6 @@ LLM_SHOW = 160
 LLM_TOKENS = 30
 BREAKS_PROMPT = ("Here are numbered paragraphs from one wiki page.\n\n{paragraphs}\n\n"
                  "Which paragraphs begin a new topic? Reply with their numbers only, separated by commas.")
-#: What a parsed answer can be; only "ok" answers place breaks, the others fall back to no break.
-#: "prose": the numbers sit in other text (numbered lines, echoed paragraphs), so they are not an answer;
-#: "counting": the reply counts 1, 2, 3, ... (or 2, 3, 4, ...; repeats allowed), echoing the numbering.
-BREAK_STATUSES = ("ok", "no break", "every paragraph", "out of range", "counting", "prose", "unparseable")
 #: What an answer may hold besides its numbers ("Answer: paragraphs 3 and 7 begin new topics.").
 ANSWER_WORDS = re.compile(r"\b(?:paragraphs?|and|answer|the|are|is|begins?|starts?|new|topics?)\b|[\s\[\](),.;:&#-]",
                           re.IGNORECASE)
@@ -324,7 +317,12 @@ ANSWER_WORDS = re.compile(r"\b(?:paragraphs?|and|answer|the|are|is|begins?|start
 
 @dataclass(frozen=True)
 class ParsedBreaks:
-    """An answer read: paragraph numbers (2..n) that start a new chunk, a status, every integer seen."""
+    """An answer read: paragraph numbers (2..n) that start a new chunk, a status, every integer seen.
+
+    Only an "ok" status places breaks; "no break", "every paragraph", "out of range", "counting" (the reply
+    counts 1, 2, 3, ..., echoing the numbering), "prose" (the numbers sit in other text) and "unparseable"
+    fall back to no break.
+    """
 
     breaks: tuple[int, ...]
     status: str
@@ -466,8 +464,6 @@ def heading_chunk(document: Document, target: int = 512) -> list[Chunk]:
 GENRE_CHUNKERS: dict[str, Callable[..., list[Chunk]]] = {
     "legal": clause_chunk, "api": function_chunk, "threads": semantic_chunk, "wiki": llm_chunk,
 }
-#: The model-free alternative the chapter measures beside the model's breaks.
-ALTERNATIVES: dict[str, Callable[..., list[Chunk]]] = {"wiki": heading_chunk}
 
 
 def genre_chunker(genre: str) -> Callable[..., list[Chunk]]:
