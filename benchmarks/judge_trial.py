@@ -24,9 +24,9 @@ import torch
 from ragcourse import models, pipeline
 from ragcourse.evaluation import first_hit_rank
 from ragcourse.groundtruth import load_questions, queries
-from ragcourse.rerank import USES, rerank_head
+from ragcourse.rerank import DEPTH, USES, rerank_head
 
-SHORTLIST = 25
+SHORTLIST = DEPTH  # chapter 5's shortlist
 OUT = Path(__file__).resolve().parent / "results" / "judge.json"
 
 JUDGE_SYSTEM = "You decide whether a passage answers a question. Reply with yes or no."

@@ -24,9 +24,9 @@ from ragcourse import pipeline
 from ragcourse.evaluation import evaluate, holm, randomization_test, summarize
 from ragcourse.fusion import rrf
 from ragcourse.groundtruth import load_questions, queries
-from ragcourse.rerank import SKIP_PUNCTUATION, LateInteractionReranker, Reranker, rerank_rankings
+from ragcourse.rerank import DEPTH, SKIP_PUNCTUATION, LateInteractionReranker, Reranker, rerank_rankings
 
-SHORTLIST = 25
+SHORTLIST = DEPTH  # chapter 5's shortlist
 KS = (1, 4, SHORTLIST)
 
 

@@ -27,13 +27,13 @@ from ragcourse.dense import model_fingerprint
 from ragcourse.evaluation import first_hit_rank
 from ragcourse.groundtruth import load_questions, queries
 from ragcourse.paths import RESULTS_DIR, ROOT
-from ragcourse.rerank import CrossEncoderReranker, rerank_rankings
+from ragcourse.rerank import DEPTH, CrossEncoderReranker, rerank_rankings
 
 MODEL_DIR = ROOT / "models" / "reranker"
 RESULTS = RESULTS_DIR / "finetuned.json"
 WEIGHTS_FILE = "reranker.safetensors"
 MANIFEST_FILE = "manifest.json"
-SHORTLIST = 25  # chapter 5's shortlist, fixed before any evaluation
+SHORTLIST = DEPTH  # chapter 5's shortlist, fixed before any evaluation
 
 #: Parameter-name prefixes (of BertForSequenceClassification) that were trained and stored.
 TRAINED_PREFIXES = ("bert.encoder.layer.4.", "bert.encoder.layer.5.", "bert.pooler.", "classifier.")

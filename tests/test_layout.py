@@ -182,3 +182,46 @@ def test_the_tokenizer_pattern_and_the_idf_formula_are_written_once():
     pattern = [str(p.relative_to(PACKAGE)) for p in modules() if "[a-z0-9]+" in string_constants(p)]
     assert pattern == ["bm25.py"]
     assert calls("log1p") == ["bm25.py:idf"]
+
+
+# ----- the course's settings, named once
+
+#: parameter name -> (the constant's home, its name): a default for such a parameter reads the constant.
+SETTINGS = {"target": ("chunking", "TARGET"), "overlap": ("chunking", "OVERLAP"), "depth": ("rerank", "DEPTH"),
+            "ks": ("evaluation", "KS")}
+#: Functions the chapters print with `inspect.getsource`, whose text must stay as the stored outputs show it:
+#: they write the value out, and `test_shown_defaults_equal_the_constants` keeps it equal to the constant.
+SHOWN = {"chunking.py:chunk", "genre_chunking.py:clause_chunk", "rerank.py:rerank_head",
+         "rerank.py:rerank_rankings", "signals.py:measure"}
+
+
+def literal_defaults() -> set[str]:
+    """'file:function' of every function giving one of SETTINGS' parameters a literal default."""
+    found = set()
+    for p in modules():
+        for name, node in functions(tree(p)):
+            args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            defaults = [None] * (len(node.args.posonlyargs + node.args.args) - len(node.args.defaults))
+            defaults += node.args.defaults + node.args.kw_defaults
+            for arg, default in zip(args, defaults, strict=True):
+                if arg.arg in SETTINGS and isinstance(default, ast.Constant | ast.Tuple) and \
+                        not (isinstance(default, ast.Constant) and default.value is None):
+                    found.add(f"{p.relative_to(PACKAGE)}:{name}")
+    return found
+
+
+def test_settings_are_named_once():
+    assert literal_defaults() == SHOWN
+
+
+def test_shown_defaults_equal_the_constants():
+    import importlib
+    import inspect
+
+    for entry in sorted(SHOWN):
+        file, name = entry.split(":")
+        function = getattr(importlib.import_module("ragcourse." + file.removesuffix(".py")), name)
+        for parameter in inspect.signature(function).parameters.values():
+            if parameter.name in SETTINGS:
+                home, constant = SETTINGS[parameter.name]
+                assert parameter.default == getattr(importlib.import_module(f"ragcourse.{home}"), constant), entry

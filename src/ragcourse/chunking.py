@@ -45,6 +45,9 @@ from ragcourse.corpus import Document, Section, sections  # chapter 2 imports th
 
 #: Bump whenever the chunks produced for the same input change (the index records it).
 PIPELINE_VERSION = "chunking-1"
+#: The chunk budget in characters and the overlap, the original chapter's settings: every default in the
+#: package reads these (`chunk`, shown in chapter 2, writes them out; tests/test_layout.py keeps them equal).
+TARGET, OVERLAP = 512, 64
 
 #: A paragraph: a maximal run of lines separated by single line breaks ("\n" or "\r\n").
 PARAGRAPH = re.compile(r"(?:[^\r\n]|\r(?!\n))(?:[^\r\n]|\r(?!\n)|\r?\n(?!\r?\n))*")
@@ -244,7 +247,7 @@ def chunk(
 
 
 def chunk_corpus(
-    docs: Sequence[Document], strategy: str = "E", target: int = 512, overlap: int = 64
+    docs: Sequence[Document], strategy: str = "E", target: int = TARGET, overlap: int = OVERLAP
 ) -> list[Chunk]:
     """Chunk every document, in the given document order; overlap never crosses documents."""
     return [c for doc in docs for c in chunk(doc, strategy, target, overlap)]

@@ -32,7 +32,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from ragcourse.chunking import Chunk, Span, header, pack, paragraph_spans, sentence_spans, trim
+from ragcourse.chunking import TARGET, Chunk, Span, header, pack, paragraph_spans, sentence_spans, trim
 from ragcourse.corpus import Document, Section, sections
 from ragcourse.precision import rounded_scores
 
@@ -186,7 +186,7 @@ def entry_cuts(text: str, start: int, end: int) -> list[int]:
     return [m.start() for m in NUMPYDOC_ENTRY.finditer(text, start, end)]
 
 
-def function_chunk(document: Document, target: int = 512) -> list[Chunk]:
+def function_chunk(document: Document, target: int = TARGET) -> list[Chunk]:
     """API reference: one chunk per `## name(signature)` section; an over-long one is cut at numpydoc sections.
 
     >>> [(c.section, c.content) for c in function_chunk(Document("m", "M", "## f(x)\\nDouble x.\\n"))]
@@ -272,7 +272,7 @@ def _unit_groups(text: str, units: list[Span], starts: set[int], target: int) ->
     return out
 
 
-def semantic_chunk(document: Document, embed: Callable[[list[str]], np.ndarray], target: int = 512,
+def semantic_chunk(document: Document, embed: Callable[[list[str]], np.ndarray], target: int = TARGET,
                    threshold: float | None = None, percentile: float | None = None,
                    unit: str = "sentence") -> list[Chunk]:
     """Threads: sections, then cuts between adjacent units where `embed`'s unit vectors drift apart.
@@ -415,7 +415,7 @@ def break_offsets(document: Document, calls: Sequence[BreakCall]) -> set[int]:
     return {paras[c.first + k - 1][0] for c in calls for k in c.parsed.breaks}
 
 
-def chunk_at_breaks(document: Document, breaks: Collection[int], target: int = 512,
+def chunk_at_breaks(document: Document, breaks: Collection[int], target: int = TARGET,
                     strategy: str = "breaks") -> list[Chunk]:
     """Sections, cut again before each paragraph starting at an offset in `breaks`, then packed to `target`.
 
@@ -437,7 +437,7 @@ def smollm_ask(prompt: str) -> str:
     return models.generate(prompt, LLM_TOKENS)[0]
 
 
-def llm_chunk(document: Document, target: int = 512, ask: Callable[[str], str] | None = None,
+def llm_chunk(document: Document, target: int = TARGET, ask: Callable[[str], str] | None = None,
               window: int = LLM_WINDOW) -> list[Chunk]:
     """Wiki ("agentic"): the model names topic starts per window of paragraphs; bad answers add no break."""
     calls = llm_break_calls(document, ask or smollm_ask, window)
@@ -448,7 +448,7 @@ def llm_chunk(document: Document, target: int = 512, ask: Callable[[str], str] |
 SUBHEADING = re.compile(r"#{3,6} \S")
 
 
-def heading_chunk(document: Document, target: int = 512) -> list[Chunk]:
+def heading_chunk(document: Document, target: int = TARGET) -> list[Chunk]:
     """Wiki without a model: sections, then a cut before every sub-heading paragraph, then paragraphs.
 
     >>> [c.content for c in heading_chunk(Document("w", "W", "## A\\nx.\\n\\n### B\\ny."))]

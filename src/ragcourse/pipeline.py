@@ -18,7 +18,7 @@ from typing import TypeVar
 import numpy as np
 
 from .bm25 import BM25
-from .chunking import Chunk, chunk_corpus
+from .chunking import OVERLAP, TARGET, Chunk, chunk_corpus
 from .corpus import Document
 from .dense import DenseIndex, Embedder, Hit, top_hits
 from .fusion import rrf
@@ -101,7 +101,7 @@ class Retriever:
 
 
 def build(strategy: str = "E", corpus: list[Document] | None = None, embedder: Embedder | None = None,
-          target: int = 512, overlap: int = 64, progress: bool | None = None) -> Retriever:
+          target: int = TARGET, overlap: int = OVERLAP, progress: bool | None = None) -> Retriever:
     """Chunk the corpus (default: `load_corpus()`) with one strategy and index it both ways."""
     if corpus is None:
         from .corpus import load_corpus

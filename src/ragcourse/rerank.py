@@ -37,6 +37,9 @@ from .dense import model_fingerprint, text_key
 
 TOKENS_DIR = CACHE_ROOT / "tokens"
 USES = ("text", "content")
+#: The shortlist a reranker rescores, the original chapter's 25 (`rerank_head`, `rerank_rankings` and
+#: `signals.measure`, shown in chapters 5 and 6, write it out; tests/test_layout.py keeps them equal).
+DEPTH = 25
 #: Which side's punctuation word pieces `LateInteractionReranker` drops before MaxSim.
 SKIP_PUNCTUATION = ("both", "query", "passage", "none")
 #: MaxSim scores are rounded to `ragcourse.precision.DECIMALS` places, so float noise (BLAS, CPU

@@ -31,6 +31,7 @@ from .. import pipeline
 from ..corpus import profile
 from ..dense import Embedder, top_hits
 from ..evaluation import (
+    KS,
     SWEEP_COLUMNS,
     answers_destroyed,
     compare,
@@ -46,7 +47,6 @@ from ..groundtruth import OutOfDomain, Question
 from ..precision import rounded
 from .folder import FolderCorpus, folder_queries
 
-KS = (1, 4, 8, 20)
 #: Chapter 6's cuts (cosine distance), then no threshold at all (written as null).
 CUTS = tuple(round(0.300 + 0.025 * i, 3) for i in range(27)) + (math.inf,)
 GATE_K = 4
@@ -147,7 +147,7 @@ def corpus_summary(corpus: FolderCorpus) -> dict:
 def run_entry(run: Run) -> dict:
     """One run as `results.json` holds it: recall@k and MRR, with 95 % t intervals over questions."""
     values = summarize(run.per_query, run.label).set_index("metric")["value"]
-    intervals = {str(k): list(share_over_questions(run.per_query["query"], run.per_query[f"hit@{k}"])[1:])
+    intervals = {str(k): list(share_over_questions(run.per_query["query"], run.per_query[f"hit@{k}"]).interval)
                  for k in KS}  # t intervals over questions, clipped to [0, 1]
     return rounded({"strategy": run.strategy, "method": run.method, "rerank": run.rerank,
                     "queries": len(run.per_query), "recall": {str(k): float(values[f"R@{k}"]) for k in KS},
