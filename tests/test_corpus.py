@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import doctest
 import shutil
 
 import pytest
 
-import ragcourse.corpus
 from ragcourse.corpus import (
     CORPUS_DIR,
     SOURCE_FILES,
@@ -31,10 +29,6 @@ EXPECTED_IDS = [
     "ref-rst-directives", "ref-rst-mathematics", "ref-rst-roles", "user-config", "user-emacs",
     "user-odt", "user-rst-quickstart", "user-slide-shows",
 ]
-
-
-def test_docstring_examples():
-    assert doctest.testmod(ragcourse.corpus).failed == 0
 
 
 def test_loaded_corpus_matches_the_lock(corpus):

@@ -225,3 +225,11 @@ def test_shown_defaults_equal_the_constants():
             if parameter.name in SETTINGS:
                 home, constant = SETTINGS[parameter.name]
                 assert parameter.default == getattr(importlib.import_module(f"ragcourse.{home}"), constant), entry
+
+
+def test_doctests_run_once_by_pytest_not_by_hand():
+    """`make test` runs every docstring example (--doctest-modules src/ragcourse); a test calling doctest again
+    would run them twice, and drift from pytest's options."""
+    tests = Path(__file__).parent
+    assert [p.name for p in sorted(tests.glob("test_*.py")) if "doctest.testmod(" in p.read_text(encoding="utf-8")
+            and p.name != "test_layout.py"] == []
