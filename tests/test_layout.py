@@ -233,3 +233,11 @@ def test_doctests_run_once_by_pytest_not_by_hand():
     tests = Path(__file__).parent
     assert [p.name for p in sorted(tests.glob("test_*.py")) if "doctest.testmod(" in p.read_text(encoding="utf-8")
             and p.name != "test_layout.py"] == []
+
+
+def test_stored_results_are_found_through_paths_only():
+    """benchmarks/results/ is `ragcourse.paths.RESULTS_DIR` everywhere (RAGCOURSE_RESULTS moves it), never rebuilt."""
+    spelled = [str(p.relative_to(ROOT)) for folder in ("src", "benchmarks", "tests", "kit", "scripts")
+               for p in sorted((ROOT / folder).rglob("*.py"))
+               if p.name not in ("test_layout.py", "paths.py") and '/ "results"' in p.read_text(encoding="utf-8")]
+    assert spelled == []

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from ragcourse.corpus import sha256_file
+from ragcourse.paths import RESULTS_DIR
 from ragcourse.rerank import Reranker
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -136,7 +137,7 @@ def test_stored_ranks_belong_to_the_stored_model(stored, manifest):
 
 
 def test_stored_ranks_move_only_inside_the_shortlist(stored):
-    judge = json.loads((BENCHMARKS / "results" / "judge.json").read_text(encoding="utf-8"))
+    judge = json.loads((RESULTS_DIR / "judge.json").read_text(encoding="utf-8"))
     assert [(r["query"], r["hybrid_rank"]) for r in stored["rows"]] == \
         [(r["query"], r["hybrid_rank"]) for r in judge["rows"]], "both trials rerank the same hybrid ranking"
     for row in stored["rows"]:
