@@ -6,13 +6,12 @@
 #   make bench       run benchmarks/bench_*.py (ratios measured side by side in one run)
 #   make timings     measure every timing the book quotes, once, into benchmarks/results/timings.json
 #   make reranker    build the offline reranker's token index and measure it on the hybrid top 25
-#   make reranker-train  fetch the pinned training sdists, fine-tune models/reranker/, store its ranks
 #   make judge       score the SmolLM2 judge on the hybrid top 25 (~30 min) into benchmarks/results/
 #   make answers     SmolLM2's answer to every query the gate lets through (~10 min), for chapter 7
 #   make llm-breaks  SmolLM2 asked for chunk breaks on five wiki pages (~5 min), for chapter 9
 #   make student     the student edition of each chapter into dist/student (RAGCOURSE_VARIANT=N: a new term)
 #   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb, each in a sandbox: DIR-graded/grades.csv, feedback
-#   make corpus | install | mathjax | training-sources | screenshots | clean
+#   make corpus | install | mathjax | screenshots | clean
 #
 # Stamp files under .venv/.stamps keep repeated runs quick.
 
@@ -51,7 +50,7 @@ PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse tests notebooks
 
-.PHONY: help install corpus mathjax book test lint reproduce bench timings reranker reranker-train judge answers llm-breaks training-sources screenshots clean student grade
+.PHONY: help install corpus mathjax book test lint reproduce bench timings reranker judge answers llm-breaks screenshots clean student grade
 
 help:
 	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
@@ -168,19 +167,6 @@ timings: $(STAMPS)/install $(STAMPS)/corpus
 # The offline reranker needs no training: late interaction over the embedder's own token vectors.
 reranker: $(STAMPS)/install $(STAMPS)/corpus
 	$(PY) benchmarks/rerank_trial.py
-
-# Issue 6: a cross-encoder fine-tuned offline from the MiniLM, a negative result kept out of the package.
-# Its training text comes from pinned sdists (data/training.lock.json), which only this target needs.
-# Chapter 5 reads the per-query ranks that `ranks` stores in benchmarks/results/finetuned.json.
-training-sources: $(STAMPS)/training-sources
-
-$(STAMPS)/training-sources: data/training.lock.json | $(STAMPS)/install
-	$(PY) benchmarks/reranker_train.py fetch
-	touch $@
-
-reranker-train: $(STAMPS)/install $(STAMPS)/corpus $(STAMPS)/training-sources
-	nice -n 5 $(PY) benchmarks/reranker_train.py train
-	$(PY) benchmarks/reranker_train.py ranks
 
 # Too slow for nbval: chapter 5 reads the stored per-query ranks and checks them against the live ranking.
 judge: $(STAMPS)/install $(STAMPS)/corpus

@@ -33,8 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from ragcourse.bm25 import BM25, tokenize
+from ragcourse.paths import RESULTS_DIR
 
-RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
+RESULTS = RESULTS_DIR / "scale.json"
 BM25_FACTORS, SCALE_FACTORS = (1, 10, 50), (1, 10, 100)
 
 

@@ -30,8 +30,9 @@ from ragcourse.chunking import paragraph_spans
 from ragcourse.cli.runs import without_latency
 from ragcourse.corpus import load_corpus
 from ragcourse.groundtruth import load_questions
+from ragcourse.paths import RESULTS_DIR
 
-OUT = Path(__file__).resolve().parent / "results" / "eval_folder.json"
+OUT = RESULTS_DIR / "eval_folder.json"
 
 
 def split_corpus(dest: Path, files: int) -> int:

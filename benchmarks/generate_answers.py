@@ -21,14 +21,14 @@ import json
 import math
 import platform
 import time
-from pathlib import Path
 
 from ragcourse import citations, models, pipeline
 from ragcourse.evaluation import sweep
 from ragcourse.gate import NoAnswer
 from ragcourse.groundtruth import load_out_of_domain, load_questions, queries
+from ragcourse.paths import RESULTS_DIR
 
-OUT = Path(__file__).resolve().parent / "results" / "answers.json"
+OUT = RESULTS_DIR / "answers.json"
 K, METHOD, STRATEGY = 4, "hybrid", "E"
 BLUFF_BUDGET = 0.10
 GRID = [round(0.300 + 0.005 * i, 3) for i in range(141)]  # 0.300, 0.305, ..., 1.000, as chapter 7

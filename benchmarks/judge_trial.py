@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -24,10 +23,11 @@ import torch
 from ragcourse import models, pipeline
 from ragcourse.evaluation import first_hit_rank
 from ragcourse.groundtruth import load_questions, queries
-from ragcourse.rerank import USES, rerank_head
+from ragcourse.paths import RESULTS_DIR
+from ragcourse.rerank import DEPTH, USES, rerank_head
 
-SHORTLIST = 25
-OUT = Path(__file__).resolve().parent / "results" / "judge.json"
+SHORTLIST = DEPTH  # chapter 5's shortlist
+OUT = RESULTS_DIR / "judge.json"
 
 JUDGE_SYSTEM = "You decide whether a passage answers a question. Reply with yes or no."
 

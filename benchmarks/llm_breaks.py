@@ -17,7 +17,6 @@ import json
 import os
 import time
 from dataclasses import asdict
-from pathlib import Path
 
 from ragcourse import models
 from ragcourse.book import timings
@@ -35,8 +34,9 @@ from ragcourse.genre_chunking import (
     llm_break_calls,
 )
 from ragcourse.genres import load_genre
+from ragcourse.paths import RESULTS_DIR
 
-OUT = Path(__file__).resolve().parent / "results" / "llm_breaks.json"
+OUT = RESULTS_DIR / "llm_breaks.json"
 #: A second wording with one worked example, so a weak answer cannot be blamed on the bare prompt alone.
 ONE_SHOT = ("Paragraphs are numbered. Name the paragraphs that start a new topic.\n\n"
             "Example:\n[1] Paris is the capital of France.\n[2] It lies on the Seine.\n"

@@ -5,7 +5,7 @@ reranked and put back in front of the unchanged remainder (`rerank_rankings`), s
 after is measured over the same full ranking. Every variant scored while developing chapter 5 is
 listed, with its paired randomization p against hybrid and Holm's adjustment for the number of
 variants: late interaction with each punctuation setting, on `text` and on `content`, and fused back
-with hybrid by RRF. The fine-tuned cross-encoder of `benchmarks/reranker_train.py` is added when
+with hybrid by RRF. The fine-tuned cross-encoder (`benchmarks/reranker_ranks.py` loads it) is added when
 `models/reranker` holds it. `latency` (mean ms of `Reranker.score` per query) lives here, since
 nothing in the package measures time.
 
@@ -24,9 +24,9 @@ from ragcourse import pipeline
 from ragcourse.evaluation import evaluate, holm, randomization_test, summarize
 from ragcourse.fusion import rrf
 from ragcourse.groundtruth import load_questions, queries
-from ragcourse.rerank import SKIP_PUNCTUATION, LateInteractionReranker, Reranker, rerank_rankings
+from ragcourse.rerank import DEPTH, SKIP_PUNCTUATION, LateInteractionReranker, Reranker, rerank_rankings
 
-SHORTLIST = 25
+SHORTLIST = DEPTH  # chapter 5's shortlist
 KS = (1, 4, SHORTLIST)
 
 
@@ -56,11 +56,11 @@ def variants() -> list[tuple[str, object]]:
     out.append(("late interaction, content, skip punctuation: both", LateInteractionReranker(use="content")))
     out.append(("late interaction, content, skip punctuation: none",
                 LateInteractionReranker(use="content", skip_punctuation="none")))
-    import reranker_train  # a sibling script: `python benchmarks/rerank_trial.py` puts benchmarks/ on the path
+    import reranker_ranks  # a sibling script: `python benchmarks/rerank_trial.py` puts benchmarks/ on the path
 
     try:
-        out.append(("fine-tuned cross-encoder (models/reranker)", reranker_train.load_reranker()))
-    except reranker_train.RerankerFilesError as missing:  # absent or altered: say so, measure the rest
+        out.append(("fine-tuned cross-encoder (models/reranker)", reranker_ranks.load_reranker()))
+    except reranker_ranks.RerankerFilesError as missing:  # absent or altered: say so, measure the rest
         print(f"no fine-tuned cross-encoder: {missing}")
     return out
 

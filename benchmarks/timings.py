@@ -30,9 +30,9 @@ from ragcourse.bm25 import tokenize
 from ragcourse.book.timings import TIMINGS_FILE, machine
 from ragcourse.chunking import STRATEGIES
 from ragcourse.groundtruth import load_questions, queries
+from ragcourse.rerank import DEPTH
 
 SAMPLE = 32  # chunks per strategy for the cold embedding cost
-DEPTH = 25  # the reranker's shortlist (chapter 5)
 REPEATS = 3
 
 
@@ -115,12 +115,12 @@ def token_index_cost(retriever: pipeline.Retriever, n: int = 48) -> dict:
 
 def harness_cost(retriever: pipeline.Retriever, qs: list) -> dict:
     """Chapter 8's retrieval harness: dense and hybrid over every query, vectors cached, queries not."""
-    from ragcourse.evaluation import evaluate
+    from ragcourse.evaluation import KS, evaluate
 
     retriever._vectors.clear()
     started = time.perf_counter()
     for method in ("dense", "hybrid"):
-        evaluate(retriever.rankings(qs, method), qs, (1, 4, 8, 20))
+        evaluate(retriever.rankings(qs, method), qs, KS)
     return {"seconds": round(time.perf_counter() - started, 2), "queries": len(qs), "methods": 2}
 
 

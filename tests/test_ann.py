@@ -60,6 +60,16 @@ def test_hits_carry_the_exact_rounded_distance(exact, graph, queries):
         assert [h.rank for h in graph.search(q, k=5)] == [1, 2, 3, 4, 5]
 
 
+def test_rank_lists_every_position_as_a_dense_index_must(exact, graph, queries):
+    """Hybrid search fuses full rankings: the graph's candidates first, then the rest in the exact scan's order."""
+    for q in queries[:10]:
+        ranking, head = graph.rank(q), graph.rank(q, depth=graph.ef_search)
+        assert sorted(ranking.tolist()) == list(range(len(exact.chunks)))
+        assert ranking[:len(head)].tolist() == head.tolist()
+        tail = set(ranking[len(head):].tolist())
+        assert ranking[len(head):].tolist() == [i for i in exact.rank(q).tolist() if i in tail]
+
+
 def test_same_vectors_same_graph(exact, graph, queries):
     again = ann.HNSWIndex.from_dense(exact)
     for q in queries[:10]:

@@ -12,6 +12,7 @@ import pytest
 
 from ragcourse.evaluation import ratio_over_questions
 from ragcourse.groundtruth import load_out_of_domain, load_questions, queries
+from ragcourse.paths import RESULTS_DIR
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -45,7 +46,7 @@ def test_prompt_hash_is_sha256_of_utf8():
 
 @pytest.fixture(scope="module")
 def stored():
-    return json.loads((BENCHMARKS / "results" / "answers.json").read_text(encoding="utf-8"))
+    return json.loads((RESULTS_DIR / "answers.json").read_text(encoding="utf-8"))
 
 
 def test_stored_answers_cover_every_query_once_in_order(stored, corpus):

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import doctest
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-import ragcourse.corpus
 from ragcourse.corpus import (
     CORPUS_DIR,
     SOURCE_FILES,
@@ -22,6 +18,7 @@ from ragcourse.corpus import (
     load_corpus,
     main,
     profile,
+    read_built,
     read_lock,
     sections,
     sha256_file,
@@ -32,20 +29,6 @@ EXPECTED_IDS = [
     "ref-rst-directives", "ref-rst-mathematics", "ref-rst-roles", "user-config", "user-emacs",
     "user-odt", "user-rst-quickstart", "user-slide-shows",
 ]
-
-
-def test_docstring_examples():
-    assert doctest.testmod(ragcourse.corpus).failed == 0
-
-
-@pytest.mark.parametrize("module", ["corpus", "chunking", "dense", "pipeline"])
-def test_run_time_modules_do_not_load_docutils(module):
-    code = f"import sys, ragcourse.{module}; print(sorted(m for m in sys.modules if m.startswith('docutils')))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
-
-
-# ----- load and verify
 
 
 def test_loaded_corpus_matches_the_lock(corpus):
@@ -84,6 +67,31 @@ def test_corrupted_cache_is_rejected_naming_the_document(corpus, tmp_path):
 def test_missing_cache_says_how_to_build(tmp_path):
     with pytest.raises(CorpusError, match=r"`make corpus` \(or `python -m ragcourse.build.corpus`\)"):
         load_corpus(tmp_path / "nowhere")
+
+
+def test_read_built_is_the_one_reader_of_a_built_folder(tmp_path, monkeypatch):
+    """Sorted by id, each file read as written; a missing file is named with the caller's label and hint."""
+    import json
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"documents": [{"id": "b", "title": "B"},
+                                                                      {"id": "a", "title": "A"}]}))
+    (tmp_path / "a.md").write_bytes(b"x\r\ny")
+    (tmp_path / "b.md").write_text("z")
+    assert read_built(tmp_path, "toy", "rebuild it") == [Document("a", "A", "x\r\ny"), Document("b", "B", "z")]
+    (tmp_path / "b.md").unlink()
+    with pytest.raises(CorpusError, match=r"^toy: .*b\.md is missing; rebuild it$"):
+        read_built(tmp_path, "toy", "rebuild it")
+    # the main corpus and the genres both read through it (one rule, not two copies)
+    import ragcourse.genres
+
+    seen = []
+    monkeypatch.setattr(ragcourse.corpus, "read_built", lambda folder, label, hint: seen.append(label) or [])
+    monkeypatch.setattr(ragcourse.genres, "read_built", lambda folder, label, hint: seen.append(label) or [])
+    with pytest.raises(CorpusError):
+        load_corpus(tmp_path)
+    with pytest.raises(CorpusError):
+        ragcourse.genres.load_genre("wiki", root=tmp_path)
+    assert seen == ["corpus", "genre 'wiki'"]
 
 
 def test_missing_lock_says_who_writes_it(tmp_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import hashlib
 import json
 import os
@@ -62,10 +61,6 @@ def prose_lines(text: str) -> list[str]:
             continue
         out.append(line)
     return out
-
-
-def test_docstring_examples():
-    assert doctest.testmod(corpus_build).failed == 0
 
 
 # ----- the build
@@ -139,6 +134,22 @@ def test_wrong_sdist_hash_is_rejected(tmp_path):
         corpus_build.fetch_sdist(tmp_path)  # present, so no download: only the check runs
     with pytest.raises(CorpusError, match="sha256"):
         corpus_build.build_corpus(fake, tmp_path / "out")
+
+
+def test_one_pinned_download_serves_the_corpus_and_the_genres(tmp_path, monkeypatch):
+    """`fetch_pinned` checks what it fetched; the docutils sdist and the genres' wheels both go through it."""
+    from ragcourse.build import genres as genres_build
+
+    pin = {"name": "toy", "version": "1.0", "filename": "toy-1.0.whl", "sha256": "0" * 64}
+    (tmp_path / pin["filename"]).write_bytes(b"not the pinned file")
+    with pytest.raises(CorpusError, match=r"toy wheel: .* expected 0{64}; delete the file and fix it"):
+        corpus_build.fetch_pinned(pin, tmp_path, "toy wheel", "fix it")  # present: no download, only the check
+    calls = []
+    monkeypatch.setattr(corpus_build, "fetch_pinned", lambda pin, dest, what, *rest, **options: calls.append(
+        (pin["name"], options)) or dest)
+    corpus_build.fetch_sdist(tmp_path)
+    genres_build.fetch_wheel(genres_build.NETWORKX, ["--only-binary", ":all:"], tmp_path)
+    assert calls == [("docutils", {"no_binary": ":all:"}), ("networkx", {"options": ["--only-binary", ":all:"]})]
 
 
 def test_parsing_does_not_leak_roles():

@@ -91,6 +91,16 @@ def test_a_collection_from_another_pipeline_is_refused(retriever, engine, monkey
         engine.index(retriever)
 
 
+def test_a_collection_from_another_tokenizer_is_refused(retriever, engine, monkeypatch):
+    """BM25's token pattern is part of the stamp, read from `bm25.TOKEN_PATTERN`, not restated."""
+    from ragcourse import bm25
+
+    assert engines.stamp_for(retriever).bm25 == '{"b": 0.75, "k1": 1.2, "tokenizer": "[a-z0-9]+"}'
+    monkeypatch.setattr(bm25, "TOKEN_PATTERN", r"\w+")
+    with pytest.raises(StaleIndexError, match=r"bm25 is .*expected .*w\+"):
+        engine.index(retriever)
+
+
 def test_a_collection_with_other_chunks_is_refused_then_rebuilt(retriever, corpus):
     engine = _local()
     engine.index(retriever)

@@ -463,6 +463,9 @@ def test_detectable_compares_questions_not_queries():
     assert result.n == 3 and result.difference == pytest.approx(1 / 3)
     assert result.sd == pytest.approx(math.sqrt(((1 / 6) ** 2 * 2 + (1 / 3) ** 2) / 2))
     assert result.p == 0.5  # exact: 4 of the 8 sign patterns give |sum| >= 1.0 (the 0 difference cannot move)
+    # questions to detect a difference of 0.05 at 80 % power: ceil(((z_0.975 + z_0.8) sd / 0.05) ** 2)
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    assert result.n_to_detect == math.ceil((z * result.sd / 0.05) ** 2) == result.needed_for_005  # the old name
 
 
 def test_share_over_questions_averages_phrasings_then_takes_a_clipped_t_interval():
@@ -472,3 +475,5 @@ def test_share_over_questions_averages_phrasings_then_takes_a_clipped_t_interval
     half = stats.t.ppf(0.975, 3) * np.std([1, 0.5, 0.5, 1], ddof=1) / 2
     assert share == 0.75
     assert low == pytest.approx(0.75 - half) and high == 1.0  # 0.75 + half > 1: clipped
+    estimate = share_over_questions(ids, flags)  # a named result, not a bare tuple to slice
+    assert (estimate.value, estimate.interval) == (share, (low, high)) and estimate.interval.high == 1.0

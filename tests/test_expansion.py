@@ -162,3 +162,16 @@ def test_stored_rewrites_are_refused_when_stale(tmp_path):
     path.write_text(json.dumps({"prompt": ex.REWRITE_PROMPT, "max_new_tokens": ex.REWRITE_TOKENS, "queries": {}}),
                     encoding="utf-8")
     assert ex.stored_rewrites(path)["queries"] == {}
+
+
+def test_feedback_weighs_the_original_query_terms_double():
+    """RM3 keeps the query in front: "alpha alpha beta", not "alpha beta", so a text with the asked word
+    ("alpha other words") outranks a short one holding only the fed-back word ("beta")."""
+    from types import SimpleNamespace
+
+    texts = ["alpha beta", "alpha other words", "beta", *["omega"] * 5]
+    stub = SimpleNamespace(chunks=[SimpleNamespace(text=t) for t in texts], bm25=BM25(texts))
+    expanded = ex.Expanded(stub, "feedback", feedback=ex.Feedback(texts=1, terms=1, min_idf=0.0))
+    assert ex.feedback_terms(texts, stub.bm25.scores("alpha"), "alpha", expanded.feedback) == ["beta"]
+    assert expanded.rank("alpha", "bm25")[:3] == [0, 1, 2]
+    assert stub.bm25.rank("alpha beta").tolist()[:3] == [0, 2, 1]  # with the query once, "beta" would win

@@ -58,7 +58,8 @@ def test_k_changes_the_order():
     assert rrf(lists, k=1)[:3] == ["a", "r", "b"]
     # k = 60 rewards agreement: b = 1/(60+4) + 1/(60+4) beats a = 1/(60+1)
     assert rrf(lists, k=60)[:3] == ["b", "a", "r"]
-    assert 1 / (60 + 4) + 1 / (60 + 4) > 1 / (60 + 1)
+    scores = {f.id: f.score for f in fuse(lists, k=60)}
+    assert (scores["b"], scores["a"]) == (round(1 / (60 + 4) + 1 / (60 + 4), 6), round(1 / (60 + 1), 6))
 
 
 def test_weighted_rrf():

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -38,6 +37,7 @@ from ragcourse.genre_chunking import (
     semantic_chunk,
     unit_spans,
 )
+from ragcourse.paths import RESULTS_DIR
 
 # --- a fake embedder: two topics (login, billing) plus a small constant, so no vector is zero ---
 
@@ -354,7 +354,7 @@ def test_llm_breaks_in_a_repeated_page_land_on_both_copies(body):
 
 # --- the stored trial (benchmarks/llm_breaks.py): its parses and prompts are today's ---
 
-STORED = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "llm_breaks.json"
+STORED = RESULTS_DIR / "llm_breaks.json"
 
 
 @pytest.fixture(scope="module")

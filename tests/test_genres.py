@@ -7,7 +7,6 @@ they are missing (as the `corpus` fixture does for the main corpus): run `make c
 
 from __future__ import annotations
 
-import doctest
 import json
 import re
 import shutil
@@ -28,16 +27,6 @@ EXPECTED_DOCUMENTS = {"legal": 24, "api": 31, "threads": 30, "wiki": 19}
 def genre(request):
     """(name, documents) of each built genre, verified against data/genres.lock.json."""
     return request.param, load_genre(request.param)
-
-
-def test_docstring_examples():
-    assert doctest.testmod(ragcourse.genres).failed == 0
-
-
-def test_build_docstring_examples():
-    import ragcourse.build.genres  # wiki_text's example needs mwparserfromhell (requirements.txt)
-
-    assert doctest.testmod(ragcourse.build.genres).failed == 0
 
 
 def test_run_time_module_loads_no_build_dependency():

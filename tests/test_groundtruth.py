@@ -152,3 +152,12 @@ def test_subsets_are_checked_and_files_may_not_share_ids(tmp_path, corpus, monke
     monkeypatch.setattr(groundtruth, "ADDED_FILE", copy)
     with pytest.raises(GroundTruthError, match=r"ids \['q01'\] occur in more than one file"):
         load_questions(corpus=corpus)
+
+
+def test_a_subset_with_a_path_is_refused_not_ignored(corpus):
+    from ragcourse import groundtruth
+
+    with pytest.raises(ValueError, match=r"subset='original' with path=.*questions\.jsonl.*read whole"):
+        load_questions(groundtruth.QUESTIONS_FILE, corpus=corpus, subset="original")
+    whole = load_questions(groundtruth.QUESTIONS_FILE, corpus=corpus, subset="all")
+    assert [q.id for q in whole] == [q.id for q in load_questions(corpus=corpus, subset="original")]

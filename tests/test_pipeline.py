@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ragcourse.corpus import Document
+from ragcourse.fusion import fuse
 from ragcourse.pipeline import Retriever, build, ranked_chunks
 
 DOCS = [
@@ -60,11 +61,13 @@ def fake_retriever() -> Retriever:
 
 def test_hybrid_is_rrf_worked_by_hand():
     # RRF, k = 60: chunk 2 = 1/61 + 1/62, chunk 1 = 1/63 + 1/61, chunk 0 = 1/62 + 1/64, chunk 3 = 1/64 + 1/63
-    assert 1 / 61 + 1 / 62 > 1 / 63 + 1 / 61 > 1 / 62 + 1 / 64 > 1 / 64 + 1 / 63
     r = fake_retriever()
     assert r.rank("q", "dense") == [2, 0, 1, 3]
     assert r.rank("q", "bm25") == [1, 2, 3, 0]
     assert r.rank("q", "hybrid") == [2, 1, 0, 3]
+    fused = [(f.id, f.score) for f in fuse([r.rank("q", "dense"), r.rank("q", "bm25")])]
+    assert fused == [(2, round(1 / 61 + 1 / 62, 6)), (1, round(1 / 63 + 1 / 61, 6)),
+                     (0, round(1 / 62 + 1 / 64, 6)), (3, round(1 / 64 + 1 / 63, 6))]
 
 
 def test_retrieve_carries_cosine_distance_whatever_ranked_it():

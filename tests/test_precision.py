@@ -9,7 +9,7 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragcourse.precision import DECIMALS, near_ties, rounded, rounded_scores, stable_order
+from ragcourse.precision import DECIMALS, rounded, rounded_scores, stable_order
 
 
 def test_rounded_scores_keep_six_places():
@@ -30,12 +30,6 @@ def test_order_is_sorted_by_rounded_value_then_position(values):
     assert sorted(order) == list(range(len(values)))
     keys = [(round(values[i], DECIMALS), i) for i in order]
     assert keys == sorted(keys)
-
-
-def test_near_ties_counts_neighbouring_pairs_only():
-    assert near_ties([0.1, 0.1 + 5e-7, 0.1 + 2e-6, 0.5]) == 1  # only the first gap is < 1e-6
-    assert near_ties([0.2, 0.2, 0.2]) == 2
-    assert near_ties([]) == 0
 
 
 def test_rounded_walks_containers_and_keeps_other_types():

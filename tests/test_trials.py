@@ -1,8 +1,7 @@
-"""Chapter 5's trial scripts in benchmarks/: the fine-tuning script, its stored model and ranks, latency.
+"""Chapter 5's trial scripts in benchmarks/: the fine-tuned model and its stored ranks, latency.
 
-The package never imports these scripts, so they are loaded here by path. Nothing here needs the
-training sdists (`make training-sources`): the parser is tested on hand-written reST, the model and
-the ranks on what is committed (`models/reranker/`, `benchmarks/results/finetuned.json`).
+The package never imports these scripts, so they are loaded here by path. The model and the ranks are
+tested on what is committed (`models/reranker/`, `benchmarks/results/finetuned.json`).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import numpy as np
 import pytest
 
 from ragcourse.corpus import sha256_file
-from ragcourse.groundtruth import evaluation_strings
+from ragcourse.paths import RESULTS_DIR
 from ragcourse.rerank import Reranker
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -33,7 +32,7 @@ def load_script(name: str):
     return sys.modules[name]
 
 
-train = load_script("reranker_train")
+train = load_script("reranker_ranks")
 trial = load_script("rerank_trial")
 
 
@@ -62,56 +61,6 @@ def test_latency_is_milliseconds_per_query_after_one_warmup_call(monkeypatch):
     assert fake.calls == 4  # the warm-up call is not timed
     with pytest.raises(ValueError, match="2 queries, 1 shortlists"):
         trial.latency(fake, ["q1", "q2"], [["a"]])
-
-
-# --- parsing the training sources (reranker_train) -----------------------------------------------
-
-
-def test_split_sections_titles_bodies_and_markup():
-    text = (".. _top:\n\n=====\nGuide\n=====\n\nSee :ref:`the intro <intro>` first::\n\n    code()\n\n"
-            "Why is it slow?\n---------------\n\n.. code-block:: python\n   :linenos:\n\n"
-            "   run(``x``)\n\nUse `the cache <https://example.org>`_ and **care**.\n")
-    sections = train.split_sections(text, "pkg", "docs/a.txt")
-    assert [(s.title, s.body) for s in sections] == [
-        ("Guide", "See the intro first: code()"),
-        ("Why is it slow?", "run(x) Use the cache and care."),
-    ]
-    assert {s.doc_title for s in sections} == {"Guide"}
-
-
-def test_a_short_underline_is_not_a_title():
-    assert [s.title for s in train.split_sections("Long title here\n===\nbody\n")] == []
-
-
-def test_strip_inline_keeps_the_words():
-    assert train.strip_inline(":class:`~a.B` calls ``f()`` via `Site <http://a>`_") == "a.B calls f() via Site"
-
-
-@pytest.mark.parametrize(("title", "query"), [
-    ("Why does it hang?", "Why does it hang?"),
-    ("How to write custom lookups", "How do I write custom lookups?"),
-    ("how do I  purge tasks", "How do I purge tasks?"),
-    ("Writing custom lookups", None),
-])
-def test_title_query(title, query):
-    assert train.title_query(title) == query
-
-
-def test_glob_regex_single_star_stays_in_one_folder():
-    assert train.glob_regex("docs/*.txt").fullmatch("docs/a.txt")
-    assert not train.glob_regex("docs/*.txt").fullmatch("docs/x/a.txt")
-    assert train.glob_regex("docs/**/*.txt").fullmatch("docs/x/y/a.txt")
-    assert train.glob_regex("docs/**/*.txt").fullmatch("docs/a.txt")
-
-
-def test_training_refuses_pairs_that_hold_an_evaluation_string():
-    needle = evaluation_strings()[0]
-    clean = [train.Pair("How do I purge tasks?", "Use the purge command of the worker.", 1, "toy", "positive")]
-    train.check_no_leaks(clean)  # clean data passes
-    planted = train.Pair("q?", "Preamble. " + needle.upper().replace(" ", "\n  "), 0, "toy", "bm25")
-    with pytest.raises(train.TrainingDataError, match="1 evaluation strings") as caught:
-        train.check_no_leaks([*clean, planted])
-    assert needle in str(caught.value)
 
 
 # --- the stored model ----------------------------------------------------------------------------
@@ -188,7 +137,7 @@ def test_stored_ranks_belong_to_the_stored_model(stored, manifest):
 
 
 def test_stored_ranks_move_only_inside_the_shortlist(stored):
-    judge = json.loads((BENCHMARKS / "results" / "judge.json").read_text(encoding="utf-8"))
+    judge = json.loads((RESULTS_DIR / "judge.json").read_text(encoding="utf-8"))
     assert [(r["query"], r["hybrid_rank"]) for r in stored["rows"]] == \
         [(r["query"], r["hybrid_rank"]) for r in judge["rows"]], "both trials rerank the same hybrid ranking"
     for row in stored["rows"]:

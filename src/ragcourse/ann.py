@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dense import DenseIndex, Hit, check_k, cosine_distances
+from .dense import DenseIndex, Hit, check_k, cosine_distances, order
 
 #: Below this many vectors `choose` keeps the exact scan: fast enough, next to embedding the query.
 CROSSOVER = 50_000
@@ -30,7 +30,8 @@ M, EF_CONSTRUCTION, EF_SEARCH = 32, 80, 64
 
 @dataclass
 class HNSWIndex(DenseIndex):
-    """A `DenseIndex` whose `search` and `rank` walk an HNSW graph (inner product of unit vectors)."""
+    """A `DenseIndex` whose `search` walks an HNSW graph (inner product of unit vectors); `rank` puts the graph's
+    candidates first and every other chunk after them."""
 
     graph: object = None
     ef_search: int = EF_SEARCH
@@ -55,14 +56,24 @@ class HNSWIndex(DenseIndex):
         return self.embedder.encode_query(query) if isinstance(query, str) else np.asarray(query)
 
     def rank(self, query: str | np.ndarray, depth: int | None = None) -> np.ndarray:
-        """The graph's nearest `depth` positions (default `ef_search`), nearest first, ties by position.
+        """Every chunk position, as `DenseIndex.rank` promises: the graph's nearest `ef_search` first (nearest
+        first, ties by position), then every other position by exact distance, so hybrid fuses full lists.
 
-        Not every chunk, unlike the exact scan: an approximate index only knows its candidates.
+        With `depth`, only the graph's nearest `depth` (what `search` reads; no scan of the rest).
         """
+        vector = self._vector(query)
+        found = self._nearest(vector, depth or self.ef_search)
+        if depth is not None:
+            return found
+        rest = np.setdiff1d(np.arange(len(self.chunks)), found)  # sorted, so ties go by position
+        return np.concatenate([found, rest[order(cosine_distances(self.vectors[rest], vector))]])
+
+    def _nearest(self, vector: np.ndarray, depth: int) -> np.ndarray:
+        """The graph's nearest `depth` positions for a query vector, nearest first, ties by position."""
         import faiss
 
-        depth = check_k(depth or self.ef_search, "depth")
-        vector = self._vector(query).astype(np.float32)[None, :]
+        depth = check_k(depth, "depth")
+        vector = np.asarray(vector, dtype=np.float32)[None, :]
         params = faiss.SearchParametersHNSW(efSearch=max(self.ef_search, depth))
         _, ids = self.graph.search(vector, min(depth, len(self.chunks)), params=params)
         found = ids[0][ids[0] >= 0]

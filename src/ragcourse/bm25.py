@@ -33,7 +33,10 @@ from scipy import sparse
 
 from .precision import stable_order
 
-_TOKEN = re.compile(r"[a-z0-9]+")
+#: The one tokenizer pattern (after lowercasing): every module that tokenizes, or stamps an index built from
+#: tokens (`ragcourse.engines`), reads it from here, so a change marks every such index stale.
+TOKEN_PATTERN = r"[a-z0-9]+"
+_TOKEN = re.compile(TOKEN_PATTERN)
 #: Terms in more than this share of the texts are also stored as full rows (see `BM25.scores`).
 DENSE_SHARE = 0.125
 

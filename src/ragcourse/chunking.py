@@ -45,6 +45,9 @@ from ragcourse.corpus import Document, Section, sections  # chapter 2 imports th
 
 #: Bump whenever the chunks produced for the same input change (the index records it).
 PIPELINE_VERSION = "chunking-1"
+#: The chunk budget in characters and the overlap, the original chapter's settings: every default in the
+#: package reads these (`chunk`, shown in chapter 2, writes them out; tests/test_layout.py keeps them equal).
+TARGET, OVERLAP = 512, 64
 
 #: A paragraph: a maximal run of lines separated by single line breaks ("\n" or "\r\n").
 PARAGRAPH = re.compile(r"(?:[^\r\n]|\r(?!\n))(?:[^\r\n]|\r(?!\n)|\r?\n(?!\r?\n))*")
@@ -99,8 +102,10 @@ class Chunk:
 def paragraph_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
     """Paragraphs of `text[start:end]` as absolute spans; a blank line separates paragraphs.
 
-    Example: `paragraph_spans("a\\nb\\n\\nc") -> [(0, 3), (5, 6)]`;
-    CRLF: `paragraph_spans("a\\r\\nb\\r\\n\\r\\nc") -> [(0, 4), (8, 9)]`.
+    >>> paragraph_spans("a\\nb\\n\\nc")
+    [(0, 3), (5, 6)]
+    >>> paragraph_spans("a\\r\\nb\\r\\n\\r\\nc")  # CRLF
+    [(0, 4), (8, 9)]
     """
     end = len(text) if end is None else end
     return [m.span() for m in PARAGRAPH.finditer(text, start, end)]
@@ -109,7 +114,8 @@ def paragraph_spans(text: str, start: int = 0, end: int | None = None) -> list[S
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
     """Sentence pieces of `text[start:end]` (punctuation and trailing whitespace included).
 
-    Example: `sentence_spans("Hi. Yes! ok") -> [(0, 4), (4, 9), (9, 11)]`.
+    >>> sentence_spans("Hi. Yes! ok")
+    [(0, 4), (4, 9), (9, 11)]
     """
     end = len(text) if end is None else end
     return [m.span() for m in SENTENCE.finditer(text, start, end) if m.end() > m.start()]
@@ -136,7 +142,8 @@ def pack(spans: Iterable[Span], target: int) -> list[Span]:
 def trim(text: str, span: Span) -> Span | None:
     """Shrink `span` to exclude whitespace at both edges; None if nothing else is left.
 
-    Example: `trim("  ab c \\n", (0, 8)) -> (2, 6)`; `trim("a   b", (1, 4)) -> None`.
+    >>> trim("  ab c \\n", (0, 8)), trim("a   b", (1, 4))
+    ((2, 6), None)
     """
     s, e = span
     piece = text[s:e]
@@ -150,7 +157,8 @@ def trim(text: str, span: Span) -> Span | None:
 def blind_spans(text: str, target: int) -> list[Span]:
     """Cut every `target` characters, then trim each piece (empty pieces are dropped).
 
-    Example: `blind_spans("abcd efgh", 5) -> [(0, 4), (5, 9)]`.
+    >>> blind_spans("abcd efgh", 5)
+    [(0, 4), (5, 9)]
     """
     pieces = (trim(text, (i, min(i + target, len(text)))) for i in range(0, len(text), target))
     return [p for p in pieces if p is not None]
@@ -178,8 +186,8 @@ def boundary_spans(text: str, section: Section, target: int) -> list[Span]:
 def header(doc_title: str, section: str) -> str:
     """The contextual header line (without its newline).
 
-    Example: `header("Quickstart", "Lists") -> "[Quickstart > Lists]"`;
-    `header("Quickstart", "") -> "[Quickstart]"`.
+    >>> header("Quickstart", "Lists"), header("Quickstart", "")
+    ('[Quickstart > Lists]', '[Quickstart]')
     """
     return f"[{doc_title} > {section}]" if section else f"[{doc_title}]"
 
@@ -188,7 +196,9 @@ def overlap_prefix(previous: Chunk | None, start: int, overlap: int) -> str:
     """The previous chunk's last `overlap` characters of content, plus a joiner.
 
     The joiner is "" when the previous chunk ends where this one starts (a blind cut in a word), else " ".
-    Example: previous content "one two three" ending at 13, start 14, overlap 5 -> "three ".
+    >>> previous = Chunk("d", "D", "", 0, 13, "one two three", "one two three", "B", 0)
+    >>> overlap_prefix(previous, 14, 5), overlap_prefix(previous, 13, 5), overlap_prefix(None, 14, 5)
+    ('three ', 'three', '')
     """
     if previous is None or overlap == 0:
         return ""
@@ -244,7 +254,7 @@ def chunk(
 
 
 def chunk_corpus(
-    docs: Sequence[Document], strategy: str = "E", target: int = 512, overlap: int = 64
+    docs: Sequence[Document], strategy: str = "E", target: int = TARGET, overlap: int = OVERLAP
 ) -> list[Chunk]:
     """Chunk every document, in the given document order; overlap never crosses documents."""
     return [c for doc in docs for c in chunk(doc, strategy, target, overlap)]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote as _percent_encode
 
 from .gate import NoAnswer, gate
+from .words import WORD, claim_words
 
 if TYPE_CHECKING:
     from .chunking import Chunk
@@ -38,15 +39,6 @@ REFUSAL = "The sources do not contain the answer."
 MIN_CLAIM_WORDS = 4
 #: A cited sentence with a smaller share of its content words in the cited sources is unsupported.
 SUPPORT_THRESHOLD = 0.5
-#: Function words: not content, so the support score ignores them (negations included).
-STOPWORDS = frozenset("""
-a about after all also an and any are as at be because been before being both but by can could
-did do does doing done each either for from had has have having he her here his how i if in into
-is it its itself may me might more most must my no nor not of on one only or other our out over
-own same shall she should so some such than that the their them then there these they this those
-through to too under until up very was we were what when where which while who whom whose why
-will with would yet you your
-""".split())
 
 
 def _number(x: float) -> str:
@@ -173,9 +165,6 @@ class SheetRange:
         return f"sheet {self.sheet}, cells {self.cells}"
 
 
-Locator = CharRange | PdfPage | MediaTime | SheetRange
-
-
 @dataclass(frozen=True)
 class Citation:
     """What the server attaches to source [n]: document, section label, locator and the quote."""
@@ -203,11 +192,8 @@ class Context:
 
 
 def section_label(chunk: Chunk) -> str:
-    """The chunk's section path as one string ('A > B'); its document title when it has none."""
-    section = chunk.section
-    if isinstance(section, list | tuple):
-        section = " > ".join(str(s) for s in section if s)
-    return section or chunk.doc_title
+    """The chunk's section title; its document's title when it has none (the preamble)."""
+    return chunk.section or chunk.doc_title
 
 
 def build_context(question: str, hits: Sequence[Hit]) -> Context:
@@ -265,7 +251,6 @@ def text_fragment_url(base_url: str, quote: str, words: int = 4) -> str:
 
 _MARKER = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 _MARKERS_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d+(?:\s*[,;]\s*\d+)*\])+)")
-_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _REFUSAL_LIKE = re.compile(
     r"\b(?:sources?|context|documents?)\b.*\b(?:do|does)(?:\s+not|n['’]t)\s+"
     r"(?:contain|include|mention|say|answer|cover)", re.IGNORECASE)
@@ -341,7 +326,7 @@ def is_refusal(sentence: str) -> bool:
 
 def is_claim(sentence: str) -> bool:
     """A sentence of at least MIN_CLAIM_WORDS words (markers not counted) that is not a refusal."""
-    words = _WORD.findall(_MARKER.sub(" ", sentence))
+    words = WORD.findall(_MARKER.sub(" ", sentence))
     return len(words) >= MIN_CLAIM_WORDS and not is_refusal(sentence)
 
 
@@ -357,14 +342,12 @@ def invented_identifiers(answer: str) -> list[str]:
 
 
 def content_words(text: str) -> set[str]:
-    """Lower-cased words of `text` without `[n]` markers and STOPWORDS, a final plural s dropped.
+    """The claim-side content words (`ragcourse.words.claim_words`) of `text` without its `[n]` markers.
 
     >>> sorted(content_words("Lists need two blank lines [1]."))
     ['blank', 'line', 'list', 'need', 'two']
     """
-    words = (w.lower() for w in _WORD.findall(_MARKER.sub(" ", text)))
-    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us")) else w
-            for w in words if w not in STOPWORDS}
+    return claim_words(_MARKER.sub(" ", text))
 
 
 def support(sentence: str, quotes: Sequence[str]) -> float:

@@ -180,15 +180,22 @@ def read_lock(lock_path: Path | None = None) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def differing(docs: list[Document], expected: dict[str, str]) -> list[str]:
+    """Ids whose text's sha256 is not `expected`'s (id -> sha256), or that only one side holds.
+
+    >>> differing([Document("a", "A", "x")], {"a": document_sha256(Document("a", "A", "x")), "b": "0"})
+    ['b']
+    """
+    actual = {d.id: document_sha256(d) for d in docs}
+    return sorted(i for i in set(expected) | set(actual) if expected.get(i) != actual.get(i))
+
+
 def verify(docs: list[Document], lock: dict) -> None:
     """Raise CorpusError unless `docs` match the lock's fingerprint (naming the documents)."""
     actual = fingerprint(docs)
     if actual == lock["fingerprint"]:
         return
-    expected_docs = lock.get("documents", {})
-    actual_docs = {d.id: document_sha256(d) for d in docs}
-    differ = sorted(i for i in set(expected_docs) | set(actual_docs)
-                    if expected_docs.get(i) != actual_docs.get(i))
+    differ = differing(docs, lock.get("documents", {}))
     raise CorpusError(
         f"corpus fingerprint mismatch: expected {lock['fingerprint']}, got {actual}; "
         f"documents that differ: {', '.join(differ) or '(titles only)'}. "
@@ -197,20 +204,27 @@ def verify(docs: list[Document], lock: dict) -> None:
     )
 
 
+def read_built(folder: Path, label: str, hint: str) -> list[Document]:
+    """The documents a build wrote to `folder` (manifest.json + one .md each), sorted by id; not verified.
+
+    A missing manifest or file raises CorpusError starting with `label` and ending with `hint`. The main
+    corpus (`load_corpus`) and chapter 9's genres (`ragcourse.genres.load_genre`) are read by this one rule.
+    """
+    manifest_path = Path(folder) / "manifest.json"
+    if not manifest_path.is_file():
+        raise CorpusError(f"{label}: no built corpus at {folder} ({manifest_path.name} missing); {hint}")
+    docs = []
+    for entry in json.loads(manifest_path.read_text(encoding="utf-8"))["documents"]:
+        file = Path(folder) / f"{entry['id']}.md"
+        if not file.is_file():
+            raise CorpusError(f"{label}: {file} is missing; {hint}")
+        docs.append(Document(entry["id"], entry["title"], file.read_bytes().decode("utf-8")))
+    return sorted(docs, key=lambda d: d.id)
+
+
 def load_corpus(path: Path | None = None, lock_path: Path | None = None) -> list[Document]:
     """Read the cached corpus (sorted by id), verified against the lock on every load."""
-    folder = Path(path) if path is not None else CORPUS_DIR
-    manifest_path = folder / "manifest.json"
-    if not manifest_path.is_file():
-        raise CorpusError(f"no corpus cache at {folder}; {REBUILD_HINT}")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    docs = []
-    for entry in manifest["documents"]:
-        file = folder / f"{entry['id']}.md"
-        if not file.is_file():
-            raise CorpusError(f"corpus cache is incomplete ({file} missing); {REBUILD_HINT}")
-        docs.append(Document(entry["id"], entry["title"], file.read_bytes().decode("utf-8")))
-    docs.sort(key=lambda d: d.id)
+    docs = read_built(Path(path) if path is not None else CORPUS_DIR, "corpus", REBUILD_HINT)
     verify(docs, read_lock(lock_path))
     return docs
 

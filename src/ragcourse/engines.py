@@ -39,10 +39,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import bm25 as bm25_module
 from .bm25 import tokenize
 from .chunking import PIPELINE_VERSION
 from .index import StaleIndexError
-from .pipeline import METHODS, ranked_chunks
+from .pipeline import METHODS, rank_all
 from .precision import rounded_scores
 
 URL_VARIABLE = "RAGCOURSE_QDRANT_URL"
@@ -79,7 +80,7 @@ def stamp_for(retriever) -> Stamp:
     embedder, bm25 = retriever.dense.embedder, retriever.bm25
     digest = hashlib.sha256("\n".join(hashlib.sha256(c.text.encode()).hexdigest()
                                       for c in retriever.chunks).encode()).hexdigest()
-    settings = json.dumps({"k1": bm25.k1, "b": bm25.b, "tokenizer": "[a-z0-9]+"}, sort_keys=True)
+    settings = json.dumps({"k1": bm25.k1, "b": bm25.b, "tokenizer": bm25_module.TOKEN_PATTERN}, sort_keys=True)
     return Stamp(embedder.name, embedder.fingerprint, embedder.dim, PIPELINE_VERSION,
                  retriever.strategy, settings, digest, len(retriever.chunks))
 
@@ -238,9 +239,7 @@ class QdrantEngine:
     def rankings(self, queries: Iterable, method: str = "dense", depth: int | None = None,
                  vectors: Mapping[str, np.ndarray] | None = None) -> dict:
         """query id -> chunks best first, like `pipeline.Retriever.rankings`, for `evaluation.evaluate`."""
-        vectors = vectors or {}
-        positions = {q.id: self.rank(q.text, method, vectors.get(q.id)) for q in queries}
-        return ranked_chunks(self._require().chunks, positions, depth)
+        return rank_all(self.rank, self._require().chunks, queries, method, depth, vectors)
 
 
 def connect(engine: str = "qdrant", url: str | None = None, path: str | None = None) -> QdrantEngine:

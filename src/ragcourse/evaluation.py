@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 #: Collapse each whitespace run to one space and strip the ends (the corpus's own rule).
 normalize = collapse
+#: The cut-offs of recall@k the book reports (`evaluate`, `from_ranks` and the command line's report).
+KS = (1, 4, 8, 20)
 
 
 def _content(item: Any) -> str:
@@ -168,7 +170,7 @@ class Paired(NamedTuple):
 
 
 def evaluate(
-    rankings: Mapping[str, Sequence[Any]], queries: Iterable[Any], ks: Sequence[int] = (1, 4, 8, 20)
+    rankings: Mapping[str, Sequence[Any]], queries: Iterable[Any], ks: Sequence[int] = KS
 ) -> pd.DataFrame:
     """One row per query: ``query``, ``phrasing``, ``rank`` (<NA> if no hit), ``hit@k``..., ``rr`` (1/rank, 0 if none).
 
@@ -182,7 +184,7 @@ def evaluate(
 
 
 def from_ranks(
-    ranks: Mapping[str, int | None], queries: Iterable[Any], ks: Sequence[int] = (1, 4, 8, 20)
+    ranks: Mapping[str, int | None], queries: Iterable[Any], ks: Sequence[int] = KS
 ) -> pd.DataFrame:
     """The `evaluate` table from each query's first-hit rank (None: no hit), e.g. ranks stored by a script."""
     if not ks:
@@ -494,25 +496,46 @@ def questions_needed(sd: float, difference: float, alpha: float = 0.05, power: f
 
 
 class Detectable(NamedTuple):
-    """A paired comparison over questions: the observed mean difference (A - B), its p, and what it could detect."""
+    """A paired comparison over questions: the observed mean difference (A - B), its p, and what it could detect.
+
+    `smallest` is the difference these `n` questions detect (80 % power at alpha 0.05 by default);
+    `n_to_detect` is how many questions would detect a difference of 0.05.
+    """
 
     difference: float
     p: float
     sd: float
     n: int
     smallest: float
-    needed_for_005: int
+    n_to_detect: int
+
+    @property
+    def needed_for_005(self) -> int:
+        """The old name of `n_to_detect`, which chapters 8 and 9 still read."""
+        return self.n_to_detect
 
 
-def share_over_questions(query_ids: Sequence[str], flags: Sequence[bool]) -> tuple[float, float, float]:
+class Estimate(NamedTuple):
+    """A value with its confidence interval; unpacks as ``value, low, high``."""
+
+    value: float
+    low: float
+    high: float
+
+    @property
+    def interval(self) -> Interval:
+        return Interval(self.low, self.high)
+
+
+def share_over_questions(query_ids: Sequence[str], flags: Sequence[bool]) -> Estimate:
     """The share of queries flagged, as a mean over questions, with its 95 % t interval clipped to [0, 1].
 
     >>> share_over_questions(["q1/doc", "q1/ticket", "q2/doc", "q2/ticket"], [True, False, True, True])
-    (0.75, 0.0, 1.0)
+    Estimate(value=0.75, low=0.0, high=1.0)
     """
     shares = per_question(pd.DataFrame({"query": list(query_ids), "flag": np.asarray(flags, dtype=float)}), "flag")
     low, high = mean_interval(shares)
-    return float(shares.mean()), max(0.0, low), min(1.0, high)
+    return Estimate(float(shares.mean()), max(0.0, low), min(1.0, high))
 
 
 def detectable(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, column: str = "rr",
@@ -531,14 +554,14 @@ def detectable(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, column: str
 
 def ratio_over_questions(query_ids: Sequence[str], numerators: Sequence[int], denominators: Sequence[int],
                          resamples: int = 10_000, confidence: float = 0.95,
-                         seed: int = 0) -> tuple[float, float, float]:
+                         seed: int = 0) -> Estimate:
     """A ratio of sums (e.g. flagged / cited sentences) with a percentile bootstrap interval over questions.
 
     Units inside one query (sentences) and a question's two phrasings are not independent, so the
     bootstrap resamples whole questions (Efron & Tibshirani 1993); the seed makes it repeatable.
 
     >>> ratio_over_questions(["q1/doc", "q1/ticket", "q2/doc"], [1, 0, 2], [2, 2, 4], resamples=2000)
-    (0.375, 0.25, 0.5)
+    Estimate(value=0.375, low=0.25, high=0.5)
     """
     frame = pd.DataFrame({"query": list(query_ids), "num": np.asarray(numerators, dtype=np.int64),
                           "den": np.asarray(denominators, dtype=np.int64)})
@@ -550,4 +573,4 @@ def ratio_over_questions(query_ids: Sequence[str], numerators: Sequence[int], de
     top, bottom = num[picks].sum(axis=1), den[picks].sum(axis=1)
     ratios = top[bottom > 0] / bottom[bottom > 0]
     low, high = np.quantile(ratios, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return float(num.sum() / den.sum()), float(low), float(high)
+    return Estimate(float(num.sum() / den.sum()), float(low), float(high))

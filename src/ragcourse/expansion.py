@@ -17,17 +17,16 @@ Three expansions, each a pure function of the query (and, for feedback, of a fir
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .bm25 import tokenize
+from .bm25 import idf, tokenize
 from .fusion import rrf
 from .paths import RESULTS_DIR
-from .pipeline import METHODS, Retriever, ranked_chunks
+from .pipeline import METHODS, Retriever, rank_all
 
 EXPANSIONS = ("none", "clean", "feedback", "clean+feedback", "multi")
 #: What chapter 10 asks SmolLM2 (greedy, at most REWRITE_TOKENS new tokens) for the "multi" expansion.
@@ -177,7 +176,8 @@ def feedback_terms(texts: Sequence[str], scores: Sequence[float], query: str,
 
 
 def _idf(n_texts: int, df: int) -> float:
-    return math.log1p((n_texts - df + 0.5) / (df + 0.5))
+    """BM25's idf (`ragcourse.bm25.idf`) of one term in `df` of `n_texts` texts."""
+    return float(idf(n_texts, df))
 
 
 def parse_reformulations(output: str, query: str, most: int = 5) -> list[str]:
@@ -264,8 +264,7 @@ class Expanded:
 
     def rankings(self, queries: Iterable, method: str = "hybrid", depth: int | None = None) -> dict[str, list]:
         """query id -> chunks best first, for `evaluation.evaluate` (as `Retriever.rankings`)."""
-        positions = {q.id: self.rank(q.text, method) for q in queries}
-        return ranked_chunks(self.retriever.chunks, positions, depth)
+        return rank_all(self.rank, self.retriever.chunks, queries, method, depth)
 
 
 def _method_lists(retriever: Retriever, query: str, method: str) -> list[list[int]]:

@@ -32,12 +32,9 @@ from itertools import pairwise
 
 import numpy as np
 
-from ragcourse.chunking import Chunk, Span, header, pack, paragraph_spans, sentence_spans, trim
+from ragcourse.chunking import TARGET, Chunk, Span, header, pack, paragraph_spans, sentence_spans, trim
 from ragcourse.corpus import Document, Section, sections
 from ragcourse.precision import rounded_scores
-
-#: Bump whenever the chunks produced for the same input change.
-GENRE_CHUNKING_VERSION = "genre-chunking-1"
 
 #: A cutter returns the cut positions it sees inside `text[start:end]` (the caller drops the edges).
 Cutter = Callable[[str, int, int], list[int]]
@@ -189,7 +186,7 @@ def entry_cuts(text: str, start: int, end: int) -> list[int]:
     return [m.start() for m in NUMPYDOC_ENTRY.finditer(text, start, end)]
 
 
-def function_chunk(document: Document, target: int = 512) -> list[Chunk]:
+def function_chunk(document: Document, target: int = TARGET) -> list[Chunk]:
     """API reference: one chunk per `## name(signature)` section; an over-long one is cut at numpydoc sections.
 
     >>> [(c.section, c.content) for c in function_chunk(Document("m", "M", "## f(x)\\nDouble x.\\n"))]
@@ -275,7 +272,7 @@ def _unit_groups(text: str, units: list[Span], starts: set[int], target: int) ->
     return out
 
 
-def semantic_chunk(document: Document, embed: Callable[[list[str]], np.ndarray], target: int = 512,
+def semantic_chunk(document: Document, embed: Callable[[list[str]], np.ndarray], target: int = TARGET,
                    threshold: float | None = None, percentile: float | None = None,
                    unit: str = "sentence") -> list[Chunk]:
     """Threads: sections, then cuts between adjacent units where `embed`'s unit vectors drift apart.
@@ -313,10 +310,6 @@ LLM_SHOW = 160
 LLM_TOKENS = 30
 BREAKS_PROMPT = ("Here are numbered paragraphs from one wiki page.\n\n{paragraphs}\n\n"
                  "Which paragraphs begin a new topic? Reply with their numbers only, separated by commas.")
-#: What a parsed answer can be; only "ok" answers place breaks, the others fall back to no break.
-#: "prose": the numbers sit in other text (numbered lines, echoed paragraphs), so they are not an answer;
-#: "counting": the reply counts 1, 2, 3, ... (or 2, 3, 4, ...; repeats allowed), echoing the numbering.
-BREAK_STATUSES = ("ok", "no break", "every paragraph", "out of range", "counting", "prose", "unparseable")
 #: What an answer may hold besides its numbers ("Answer: paragraphs 3 and 7 begin new topics.").
 ANSWER_WORDS = re.compile(r"\b(?:paragraphs?|and|answer|the|are|is|begins?|starts?|new|topics?)\b|[\s\[\](),.;:&#-]",
                           re.IGNORECASE)
@@ -324,7 +317,12 @@ ANSWER_WORDS = re.compile(r"\b(?:paragraphs?|and|answer|the|are|is|begins?|start
 
 @dataclass(frozen=True)
 class ParsedBreaks:
-    """An answer read: paragraph numbers (2..n) that start a new chunk, a status, every integer seen."""
+    """An answer read: paragraph numbers (2..n) that start a new chunk, a status, every integer seen.
+
+    Only an "ok" status places breaks; "no break", "every paragraph", "out of range", "counting" (the reply
+    counts 1, 2, 3, ..., echoing the numbering), "prose" (the numbers sit in other text) and "unparseable"
+    fall back to no break.
+    """
 
     breaks: tuple[int, ...]
     status: str
@@ -417,7 +415,7 @@ def break_offsets(document: Document, calls: Sequence[BreakCall]) -> set[int]:
     return {paras[c.first + k - 1][0] for c in calls for k in c.parsed.breaks}
 
 
-def chunk_at_breaks(document: Document, breaks: Collection[int], target: int = 512,
+def chunk_at_breaks(document: Document, breaks: Collection[int], target: int = TARGET,
                     strategy: str = "breaks") -> list[Chunk]:
     """Sections, cut again before each paragraph starting at an offset in `breaks`, then packed to `target`.
 
@@ -439,7 +437,7 @@ def smollm_ask(prompt: str) -> str:
     return models.generate(prompt, LLM_TOKENS)[0]
 
 
-def llm_chunk(document: Document, target: int = 512, ask: Callable[[str], str] | None = None,
+def llm_chunk(document: Document, target: int = TARGET, ask: Callable[[str], str] | None = None,
               window: int = LLM_WINDOW) -> list[Chunk]:
     """Wiki ("agentic"): the model names topic starts per window of paragraphs; bad answers add no break."""
     calls = llm_break_calls(document, ask or smollm_ask, window)
@@ -450,7 +448,7 @@ def llm_chunk(document: Document, target: int = 512, ask: Callable[[str], str] |
 SUBHEADING = re.compile(r"#{3,6} \S")
 
 
-def heading_chunk(document: Document, target: int = 512) -> list[Chunk]:
+def heading_chunk(document: Document, target: int = TARGET) -> list[Chunk]:
     """Wiki without a model: sections, then a cut before every sub-heading paragraph, then paragraphs.
 
     >>> [c.content for c in heading_chunk(Document("w", "W", "## A\\nx.\\n\\n### B\\ny."))]
@@ -466,8 +464,6 @@ def heading_chunk(document: Document, target: int = 512) -> list[Chunk]:
 GENRE_CHUNKERS: dict[str, Callable[..., list[Chunk]]] = {
     "legal": clause_chunk, "api": function_chunk, "threads": semantic_chunk, "wiki": llm_chunk,
 }
-#: The model-free alternative the chapter measures beside the model's breaks.
-ALTERNATIVES: dict[str, Callable[..., list[Chunk]]] = {"wiki": heading_chunk}
 
 
 def genre_chunker(genre: str) -> Callable[..., list[Chunk]]:

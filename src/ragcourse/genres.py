@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from .corpus import DATA_DIR, CorpusError, Document, document_sha256, fingerprint, run_command
+from .corpus import DATA_DIR, CorpusError, Document, differing, fingerprint, read_built, run_command
 
 #: The four document types of chapter 9, in the order the chapter shows them.
 GENRES = ("legal", "api", "threads", "wiki")
@@ -58,9 +58,7 @@ def _verify_genre(name: str, folder: Path, docs: list[Document], lock: dict) -> 
     """Raise CorpusError unless `docs` match the genre's lock, naming each file that differs."""
     if fingerprint(docs) == lock["fingerprint"]:
         return
-    expected, actual = lock["documents"], {d.id: document_sha256(d) for d in docs}
-    differ = sorted(i for i in set(expected) | set(actual) if expected.get(i) != actual.get(i))
-    files = ", ".join(str(folder / f"{i}.md") for i in differ) or "(titles only)"
+    files = ", ".join(str(folder / f"{i}.md") for i in differing(docs, lock["documents"])) or "(titles only)"
     raise CorpusError(f"genre {name!r} does not match {GENRES_LOCK.name}: altered or unexpected "
                       f"files: {files}. Delete {folder} and {GENRES_HINT}.")
 
@@ -69,20 +67,10 @@ def load_genre(name: str, root: Path | None = None, lock_path: Path | None = Non
     """The documents of genre `name` (sorted by id), verified against the lock on every load."""
     lock = genre_lock(name, lock_path)
     folder = (Path(root) if root is not None else GENRES_DIR) / name
-    manifest_path = folder / "manifest.json"
-    if not manifest_path.is_file():
-        raise CorpusError(f"genre {name!r}: no built corpus at {folder} ({manifest_path.name} "
-                          f"missing); {GENRES_HINT}")
-    docs = []
-    for entry in json.loads(manifest_path.read_text(encoding="utf-8"))["documents"]:
-        file = folder / f"{entry['id']}.md"
-        if not file.is_file():
-            raise CorpusError(f"genre {name!r}: {file} is missing; {GENRES_HINT}")
-        docs.append(Document(entry["id"], entry["title"], file.read_bytes().decode("utf-8")))
+    docs = read_built(folder, f"genre {name!r}", GENRES_HINT)
     missing = sorted(set(lock["documents"]) - {d.id for d in docs})
     if missing:
         raise CorpusError(f"genre {name!r}: documents {missing} are missing from {folder}; {GENRES_HINT}")
-    docs.sort(key=lambda d: d.id)
     _verify_genre(name, folder, docs, lock)
     return docs
 

@@ -159,9 +159,13 @@ def check_needle(question: Question, corpus: list[Document], where: str = "") ->
 def load_questions(path: Path | str | None = None, corpus: list[Document] | None = None,
                    subset: str = "all") -> list[Question]:
     """The validated questions of `path`, in file order; `corpus` defaults to `load_corpus()`. Without a `path`,
-    the ground truth: `subset="all"`, the original 32 then the added ones, or `subset="original"`, the 32 alone."""
+    the ground truth: `subset="all"`, the original 32 then the added ones, or `subset="original"`, the 32 alone
+    (a subset with a `path` is a ValueError)."""
     if subset not in SUBSETS:
         raise ValueError(f"subset={subset!r}: expected one of {list(SUBSETS)}")
+    if path is not None and subset != "all":
+        raise ValueError(f"subset={subset!r} with path={str(path)!r}: a subset names part of the ground truth; "
+                         "a file is read whole (leave subset='all')")
     if corpus is None:
         corpus = load_corpus()
     if path is None:

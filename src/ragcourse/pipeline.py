@@ -11,14 +11,14 @@ every measurement (see `ragcourse.evaluation`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
 
 from .bm25 import BM25
-from .chunking import Chunk, chunk_corpus
+from .chunking import OVERLAP, TARGET, Chunk, chunk_corpus
 from .corpus import Document
 from .dense import DenseIndex, Embedder, Hit, top_hits
 from .fusion import rrf
@@ -36,6 +36,24 @@ def ranked_chunks(chunks: Sequence[T], positions: Mapping[str, Iterable[int]],
     {'q1': ['c2', 'c0'], 'q2': ['c1', 'c2']}
     """
     return {qid: [chunks[i] for i in list(ranking)[:depth]] for qid, ranking in positions.items()}
+
+
+def rank_all(rank: Callable[..., list[int]], chunks: Sequence[T], queries: Iterable, method: str,
+             depth: int | None = None, vectors: Mapping[str, np.ndarray] | None = None) -> dict[str, list[T]]:
+    """query id -> chunks best first, from `rank(text, method[, vector])` per query: what `evaluate` reads.
+
+    The one `rankings` of every ranker (`Retriever`, `expansion.Expanded`, `engines.QdrantEngine`).
+    `vectors` (query id -> vector), when given, are handed to `rank`. A toy ranker that reverses:
+
+    >>> from types import SimpleNamespace as Q
+    >>> rank_all(lambda text, method: [2, 1, 0], ["c0", "c1", "c2"], [Q(id="q1", text="t")], "any", depth=2)
+    {'q1': ['c2', 'c1']}
+    """
+    if vectors is None:
+        positions = {q.id: rank(q.text, method) for q in queries}
+    else:
+        positions = {q.id: rank(q.text, method, vectors.get(q.id)) for q in queries}
+    return ranked_chunks(chunks, positions, depth)
 
 
 @dataclass
@@ -79,13 +97,11 @@ class Retriever:
 
         `vectors` (query id -> vector) lets several retrievers share query vectors embedded once.
         """
-        vectors = vectors or {}
-        positions = {q.id: self.rank(q.text, method, vectors.get(q.id)) for q in queries}
-        return ranked_chunks(self.chunks, positions, depth)
+        return rank_all(self.rank, self.chunks, queries, method, depth, vectors)
 
 
 def build(strategy: str = "E", corpus: list[Document] | None = None, embedder: Embedder | None = None,
-          target: int = 512, overlap: int = 64, progress: bool | None = None) -> Retriever:
+          target: int = TARGET, overlap: int = OVERLAP, progress: bool | None = None) -> Retriever:
     """Chunk the corpus (default: `load_corpus()`) with one strategy and index it both ways."""
     if corpus is None:
         from .corpus import load_corpus

@@ -48,16 +48,6 @@ def stable_order(scores: Sequence[float] | np.ndarray, descending: bool = False)
     return np.lexsort((np.arange(len(values)), -values if descending else values))
 
 
-def near_ties(scores: Sequence[float] | np.ndarray, tolerance: float = 1e-6) -> int:
-    """How many neighbouring pairs of sorted scores differ by less than `tolerance` (exact ties included).
-
-    >>> near_ties([0.30, 0.1000004, 0.1, 0.5])
-    1
-    """
-    values = np.sort(np.asarray(scores, dtype=np.float64))
-    return int(np.sum(np.diff(values) < tolerance))
-
-
 def rounded(value: Any, decimals: int = PUBLISHED) -> Any:
     """A copy of `value` with every float rounded to `decimals` places (ints, strings, bools kept).
 

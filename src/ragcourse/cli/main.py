@@ -129,10 +129,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         label += f" on {args.engine}"
     rankings = ranker.rankings(qs, args.method)
     if args.rerank:
-        from ..rerank import default_reranker, rerank_head
+        from ..rerank import default_reranker, rerank_rankings
 
         reranker = default_reranker()
-        rankings = {q.id: rerank_head(reranker, q.text, rankings[q.id], args.depth) for q in qs}
+        rankings = rerank_rankings(reranker, qs, rankings, args.depth)
         label += f" + {reranker.name}, top {args.depth}"
     table = summarize(evaluate(rankings, qs), label)
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
@@ -353,6 +353,7 @@ def parser() -> argparse.ArgumentParser:
     from .. import __version__
     from ..chunking import STRATEGIES
     from ..pipeline import METHODS
+    from ..rerank import DEPTH
 
     p = argparse.ArgumentParser(prog="ragcourse", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"ragcourse {__version__}")
@@ -374,7 +375,8 @@ def parser() -> argparse.ArgumentParser:
     for q in (s, e):
         q.add_argument("--rerank", action="store_true",
                        help="rerank the first stage's top --depth with the default reranker (chapter 5)")
-        q.add_argument("--depth", type=_count("depth"), default=25, help="shortlist size for --rerank (default 25)")
+        q.add_argument("--depth", type=_count("depth"), default=DEPTH,
+                       help=f"shortlist size for --rerank (default {DEPTH})")
     _own_arguments(c, s, e, i, r)
     _folder_commands(sub)
     return p
@@ -382,8 +384,10 @@ def parser() -> argparse.ArgumentParser:
 
 def _own_arguments(c, s, e, i, r) -> None:
     """The arguments only one of chunk, search, evaluate, index and query takes."""
-    c.add_argument("--target", type=int, default=512)
-    c.add_argument("--overlap", type=int, default=64)
+    from ..chunking import OVERLAP, TARGET
+
+    c.add_argument("--target", type=int, default=TARGET)
+    c.add_argument("--overlap", type=int, default=OVERLAP)
     c.set_defaults(run=_chunk)
     s.add_argument("query", nargs="?", default=None, help="the question (or use --queries)")
     s.add_argument("--cut", type=float, default=None, help="cosine-distance gate; NO ANSWER when nothing passes")

@@ -31,12 +31,21 @@ from .. import pipeline
 from ..chunking import Chunk
 from ..corpus import collapse, profile
 from ..dense import Embedder, top_hits
-from ..evaluation import SWEEP_COLUMNS, answers_destroyed, compare, evaluate, per_question, share_over_questions, sweep
+from ..evaluation import (
+    KS,
+    SWEEP_COLUMNS,
+    answers_destroyed,
+    compare,
+    evaluate,
+    per_question,
+    share_over_questions,
+    sweep,
+)
 from ..groundtruth import OutOfDomain, Query, Question
 from ..precision import rounded
 from .folder import FolderCorpus, folder_queries
 
-DEFAULT_KS = (1, 4, 8, 20)
+DEFAULT_KS = KS  # the book's cut-offs (evaluation.KS); --k replaces them
 #: Chapter 6's cuts (cosine distance), then no threshold at all (written as null).
 CUTS = tuple(round(0.300 + 0.025 * i, 3) for i in range(27)) + (math.inf,)
 GATE_K = 4
@@ -232,7 +241,7 @@ def run_entry(run: Run, ks: Sequence[int]) -> dict:
     table = run.per_query
     entry = {"strategy": run.strategy, "method": run.method, "rerank": run.rerank, "label": run.label,
              **_figures(table, ks)}
-    entry["recall_interval"] = {str(k): list(share_over_questions(table["query"], table[f"hit@{k}"])[1:])
+    entry["recall_interval"] = {str(k): list(share_over_questions(table["query"], table[f"hit@{k}"]).interval)
                                 for k in ks}
     phrasings = list(dict.fromkeys(table["phrasing"]))
     entry["by_phrasing"] = {p: _figures(table[table["phrasing"] == p], ks) for p in phrasings} \
