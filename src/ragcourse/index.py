@@ -308,6 +308,11 @@ _LEFTOVER = re.compile(rf"(v\d{{6}}|{re.escape(MANIFEST)})\.tmp-(\d+)")
 
 
 def _version_name(number: int) -> str:
+    """The folder of a version: `_version_name(3) -> 'v000003'`.
+
+    >>> _version_name(3)
+    'v000003'
+    """
     return f"v{number:06d}"
 
 
@@ -448,12 +453,15 @@ def writer_lock(path: str | Path, *, wait: bool = True,
                                       "try again when it has finished") from None
             (notify or (lambda _: None))(f"waiting for the writer with pid {waited} to finish {str(folder)!r}")
             fcntl.flock(fd, fcntl.LOCK_EX)
-        left = _holder(fd)  # a clean writer empties the file on release: a pid here is a dead writer's
+        left = _holder(fd)  # a writer empties the file on release: a pid still here is a killed writer's
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         os.fsync(fd)
-        yield WriterLock(folder / LOCK, os.getpid(), waited, left if left not in (None, waited) else None)
-        os.ftruncate(fd, 0)
+        dead = left if left not in (None, waited, os.getpid()) and not _alive(left) else None
+        try:
+            yield WriterLock(folder / LOCK, os.getpid(), waited, dead)
+        finally:
+            os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # releases the flock
 
@@ -475,7 +483,11 @@ class Listing:
 
 
 def _special(mode: int) -> str | None:
-    """'FIFO' for a named pipe, and so on; None for a regular file."""
+    """'FIFO' for a named pipe, and so on; None for a regular file.
+
+    >>> _special(stat.S_IFIFO | 0o644), _special(stat.S_IFREG | 0o644)
+    ('FIFO', None)
+    """
     kinds = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
              (stat.S_ISBLK, "block device"))
     return next((name for test, name in kinds if test(mode)), None)
@@ -540,6 +552,11 @@ class Changes:
     reused: int
 
     def line(self) -> str:
+        """One printable line.
+
+        >>> Changes(("new.md",), (), ("old.md",), (("a.md", "b.md"),), 7, 3, 12).line()
+        'sync: 1 added, 0 changed, 1 deleted, 1 renamed, 7 unchanged; 3 chunk(s) embedded, 12 reused'
+        """
         return (f"sync: {len(self.added)} added, {len(self.changed)} changed, {len(self.deleted)} deleted, "
                 f"{len(self.renamed)} renamed, {self.unchanged} unchanged; {self.embedded} chunk(s) embedded, "
                 f"{self.reused} reused")
