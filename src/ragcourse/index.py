@@ -722,11 +722,28 @@ def _reindex(index: Index, folder: Path, doc_ids: Sequence[str], embed: Embed, m
     stamp = _stamp(model_name, dim, strategy)
     claimed = dict(claimed_counts or {})
     previous = {r.doc_id: r.attempts for r in index.records}
-    attempts = [_attempt(folder, d, embed, stamp, max_bytes, claimed.get(d),
-                         previous.get(d, 0) + 1, known) for d in sorted(set(doc_ids))]
+    batched = {} if known is None else _embed_new_texts(folder, sorted(set(doc_ids)), embed, strategy, max_bytes,
+                                                         dim, known)
+    attempts = [_attempt(folder, d, embed, stamp, max_bytes, claimed.get(d), previous.get(d, 0) + 1,
+                         None if known is None else {**known, **batched}) for d in sorted(set(doc_ids))]
     merged = _merge(index, attempts, dim)
     written = tuple(merged.record(a.record.doc_id) for a in attempts)
-    return IngestReport(merged, written, claimed), sum(a.embedded for a in attempts)
+    return IngestReport(merged, written, claimed), len(batched) + sum(a.embedded for a in attempts)
+
+
+def _embed_new_texts(folder: Path, doc_ids: Sequence[str], embed: Embed, strategy: str, max_bytes: int, dim: int,
+                     known: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every new chunk text of the readable files, embedded in one call (text -> unit vector); {} if that call
+    fails, so that each document is then embedded on its own and a failure stays with its document."""
+    texts = []
+    for doc_id in doc_ids:
+        with contextlib.suppress(ExtractionError):
+            texts += [c.text for c in _chunks_of(folder / doc_id, doc_id, strategy, max_bytes)]
+    new = sorted(set(texts) - set(known))
+    try:
+        return dict(zip(new, _unit_rows(embed(new), len(new), dim), strict=True)) if new else {}
+    except Exception:  # noqa: BLE001 - retried per document below, where the reason is recorded
+        return {}
 
 
 def _stamp(model_name: str, dim: int, strategy: str) -> dict:
