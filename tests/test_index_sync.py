@@ -366,3 +366,20 @@ def test_the_command_loads_the_model_only_when_a_chunk_text_is_new(tmp_path, mon
     with writer_lock(out):  # the lock is per open file, so this process counts as another writer
         assert main(["index", str(docs), "--out", str(out), "--no-wait"]) == 2
     assert f"another writer (pid {os.getpid()}) is updating" in capsys.readouterr().err
+
+
+def test_a_failing_embedding_call_fails_only_its_document_in_a_sync(tmp_path):
+    docs, out = write_pages(tmp_path / "docs", range(3)), tmp_path / "idx"
+
+    def flaky(texts):  # fails on any batch holding page 1's text, as a service rejecting one input would
+        if any("page 1." in t for t in texts):
+            raise RuntimeError("service unavailable")
+        return fake_embed(texts)
+
+    report = sync(docs, out, embed=flaky)
+    assert {r.doc_id: r.reason for r in report.index.failed} == {
+        "p01.md": "embedding failed: RuntimeError: service unavailable"}
+    assert [r.doc_id for r in report.index.indexed] == ["p00.md", "p02.md"]
+    retried = sync(docs, out)  # a passing failure is tried again on the next run
+    assert (retried.changes.changed, retried.changes.embedded) == (("p01.md",), 3)
+    holds_exactly(out, docs)
