@@ -66,7 +66,9 @@ def _read_only_paths() -> list[Path]:
     src = package_root()
     checkout = src.parent
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent, src}
-    paths |= {p for p in (checkout / "data", checkout / "benchmarks" / "results", checkout / "models") if p.exists()}
+    from ragcourse.paths import DATA_DIR, RESULTS_DIR
+
+    paths |= {p for p in (DATA_DIR, RESULTS_DIR, checkout / "models") if p.exists()}
     for folder in list(paths):  # data/corpus may be a link to another checkout's data
         if folder.is_dir():
             paths |= {child.resolve() for child in folder.iterdir() if child.is_symlink() and child.resolve().exists()}

@@ -327,7 +327,7 @@ def saved_index(tmp_path):
     (lambda p: (p / "manifest.json").write_text(
         (p / "manifest.json").read_text().replace('"format": 1', '"format": 2'), encoding="utf-8"),
      "format 2 was written by another version; this code reads format 1"),
-    (lambda p: np.save(p / "vectors.npy", np.load(p / "vectors.npy")[:-1]),
+    (lambda p: np.save(p / "v000001/vectors.npy", np.load(p / "v000001/vectors.npy")[:-1]),
      "2 vectors stored for 3 chunks: every chunk needs exactly one"),
 ])
 def test_an_index_that_cannot_be_trusted_is_refused_with_what_to_rebuild(saved_index, damage, why, capsys):

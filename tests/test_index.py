@@ -185,7 +185,12 @@ def test_retry_failed_fixes_what_was_fixed_and_keeps_the_rest(report, folder):
 
 def test_save_and_load_round_trip(report, tmp_path):
     path = report.index.save(tmp_path / "idx")
-    assert sorted(p.name for p in path.iterdir()) == ["manifest.json", "vectors.npy"]
+    assert sorted(p.name for p in path.iterdir()) == ["manifest.json", "v000001"]
+    assert json.loads((path / "manifest.json").read_text())["vectors"] == "v000001/vectors.npy"
+    assert [p.name for p in (path / "v000001").iterdir()] == ["vectors.npy"]
+    report.index.save(path)  # the next version; the one before stays for readers still opening it
+    report.index.save(path)
+    assert sorted(p.name for p in path.iterdir()) == ["manifest.json", "v000002", "v000003"]
     loaded = Index.load(path)
     assert loaded.records == report.index.records
     assert loaded.chunks == report.index.chunks

@@ -13,14 +13,25 @@ docinfo front matter. Needs docutils; `ragcourse.documents` imports this module 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import re
 from collections.abc import Callable, Iterator
 
-from docutils import nodes
-
 from .corpus import collapse
 from .documents import fence
+
+
+class _Nodes:
+    """`docutils.nodes`, imported at first use: importing this module loads no docutils (tests/test_layout.py)."""
+
+    def __getattr__(self, name: str):
+        from docutils import nodes as real
+
+        return getattr(real, name)
+
+
+nodes = _Nodes()
 
 #: docutils settings: no config files, no file/URL insertion, no raw, never halt, quiet.
 DOCUTILS_SETTINGS = {
@@ -74,7 +85,7 @@ def inline(node: nodes.Node) -> str:
     """Plain text of a node's inline content (no backquotes or asterisks; math as $...$)."""
     if isinstance(node, nodes.Text):
         return node.astext()
-    handler = _INLINE.get(type(node))
+    handler = _inline_table().get(type(node))
     if handler is not None:
         return handler(node)
     return "".join(inline(child) for child in node.children)
@@ -85,7 +96,7 @@ def _text(node: nodes.Node) -> str:
 
 
 def _is_dropped(node: nodes.Node) -> bool:
-    return isinstance(node, _DROPPED) or (
+    return isinstance(node, _dropped()) or (
         isinstance(node, nodes.topic) and "contents" in node["classes"])
 
 
@@ -101,7 +112,7 @@ def block(node: nodes.Node) -> list[str]:
     """Render one block-level node (dispatch on its family)."""
     if _is_dropped(node):
         return []
-    for family, render in _BLOCK:
+    for family, render in _block_table():
         if isinstance(node, family):
             return render(node)
     if isinstance(node, nodes.TextElement):
@@ -320,12 +331,19 @@ def _table(node: nodes.table) -> list[str]:
     return [*out, "\n".join(lines)]
 
 
-_DROPPED = (
+@functools.cache
+def _dropped() -> tuple[type, ...]:
+    """Node types dropped from the text (a function: docutils is imported at first use)."""
+    return (
     nodes.Invisible, nodes.docinfo, nodes.decoration, nodes.system_message, nodes.raw,
     nodes.image, nodes.transition, nodes.title, nodes.subtitle, nodes.label, nodes.colspec,
-)
+    )
 
-_BLOCK: tuple[tuple[type, Callable[[nodes.Node], list[str]]], ...] = (
+
+@functools.cache
+def _block_table() -> tuple[tuple[type, Callable[[nodes.Node], list[str]]], ...]:
+    """Block node type -> its renderer, first match wins."""
+    return (
     (nodes.section, _section),
     (nodes.paragraph, lambda n: [_text(n)]),
     (nodes.literal_block, _literal_block),
@@ -343,9 +361,13 @@ _BLOCK: tuple[tuple[type, Callable[[nodes.Node], list[str]]], ...] = (
     (nodes.footnote | nodes.citation, _footnote),
     (nodes.figure, blocks),  # the image is dropped; caption and legend stay as paragraphs
     (nodes.table, _table),
-)
+    )
 
-_INLINE: dict[type, Callable[[nodes.Node], str]] = {
+
+@functools.cache
+def _inline_table() -> dict[type, Callable[[nodes.Node], str]]:
+    """Inline node type -> its rendering."""
+    return {
     nodes.math: lambda n: f"${n.astext()}$",
     nodes.footnote_reference: lambda n: f"[{n.astext()}]",
     nodes.citation_reference: lambda n: f"[{n.astext()}]",
@@ -353,7 +375,7 @@ _INLINE: dict[type, Callable[[nodes.Node], str]] = {
     nodes.image: lambda n: n.get("alt", ""),
     nodes.raw: lambda n: "",
     nodes.system_message: lambda n: "",
-}
+    }
 
 
 def _drop_target_notes(doctree: nodes.document) -> None:

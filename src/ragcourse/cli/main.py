@@ -6,7 +6,7 @@
     ragcourse evaluate --strategy E --method hybrid --rerank   # Recall@k and MRR with Wilson intervals
     ragcourse evaluate --questions my-questions.jsonl          # your own ground truth, same format
     ragcourse evaluate --method hybrid --engine qdrant         # the same table, searched by Qdrant
-    ragcourse index ./my-docs --out ./my-index      # ingest a folder; failures listed, nothing lost
+    ragcourse index ./my-docs --out ./my-index      # ingest or sync a folder; failures listed, nothing lost
     ragcourse query ./my-index "question"
     ragcourse eval ./my-docs --questions my-questions.jsonl --out ./report   # the book's measurements, your folder
     ragcourse needles ./my-docs --n 50               # candidate needle sentences to write questions against
@@ -141,14 +141,14 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _index(args: argparse.Namespace) -> int:
     from ..dense import load_embedder
-    from ..index import ingest_folder
+    from ..index import sync_folder
 
-    embedder = load_embedder()
-    report = ingest_folder(Path(args.folder), embed=embedder.encode, model_name=embedder.name,
-                           dim=embedder.dim, strategy=args.strategy)
-    report.index.save(Path(args.out))
+    embedder = load_embedder()  # the model itself loads only if some chunk text is not in the index yet
+    report = sync_folder(Path(args.folder), Path(args.out), embed=embedder.encode, model_name=embedder.name,
+                         dim=lambda: embedder.dim, strategy=args.strategy, wait=not args.no_wait,
+                         notify=lambda message: print(f"ragcourse index: {message}", file=sys.stderr, flush=True))
     print(report.summary())
-    return 1 if report.failed else 0
+    return 1 if report.index.failed else 0
 
 
 def _query(args: argparse.Namespace) -> int:
@@ -408,6 +408,8 @@ def _own_arguments(c, s, e, i, r) -> None:
     e.set_defaults(run=_evaluate)
     i.add_argument("folder")
     i.add_argument("--out", required=True)
+    i.add_argument("--no-wait", action="store_true",
+                   help="exit (status 2) naming the running writer instead of waiting for it to finish")
     i.set_defaults(run=_index)
     r.add_argument("index")
     r.add_argument("query")

@@ -105,14 +105,30 @@ def _detail(q: Query, ranking: Sequence[Chunk], rank: int | None, ms: float) -> 
             "first": None if rank == 1 or not ranking else chunk_entry(ranking[0])}
 
 
-def _timed(rank_one: Callable[[Query], list], qs: Sequence[Query]) -> tuple[dict, dict]:
-    """query id -> what `rank_one` returns, and query id -> milliseconds it took."""
-    out, ms = {}, {}
-    for q in qs:
-        started = time.perf_counter()
-        out[q.id] = rank_one(q)
-        ms[q.id] = 1000 * (time.perf_counter() - started)
-    return out, ms
+class _Clock:
+    """Milliseconds spent per query text by a wrapped callable (a first stage's `rank`, a reranker's `score`)."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+
+    def wrap(self, fn: Callable) -> Callable:
+        def timed(query: str, *args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return fn(query, *args, **kwargs)
+            finally:
+                self.ms[query] = self.ms.get(query, 0.0) + 1000 * (time.perf_counter() - started)
+        return timed
+
+
+class _TimedReranker:
+    """A reranker that times its `score` calls per query and is otherwise the reranker it wraps."""
+
+    def __init__(self, inner, clock: _Clock) -> None:
+        self.inner, self.score = inner, clock.wrap(inner.score)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
 
 
 def make_run(strategy: str, method: str, rerank: bool, rankings: dict, ms: dict, qs: Sequence[Query],
@@ -164,15 +180,17 @@ class Settings:
 
 
 def _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed) -> list[Run]:
-    """The run of one method on one strategy, and its reranked run when asked for."""
-    from ..rerank import rerank_head
+    """The run of one method on one strategy, and its reranked run when asked for, each query timed."""
+    from ..rerank import rerank_rankings
 
-    positions, ms = _timed(lambda q: retriever.rank(q.text, method, vectors.get(q.id)), qs)
-    rankings = pipeline.ranked_chunks(retriever.chunks, positions)
+    first = _Clock()
+    rankings = pipeline.rank_all(first.wrap(retriever.rank), retriever.chunks, qs, method, vectors=vectors)
+    ms = {q.id: first.ms[q.text] for q in qs}
     runs = [make_run(retriever.strategy, method, False, rankings, ms, qs, settings.ks, destroyed)]
     if reranker is not None:
-        reranked, extra = _timed(lambda q: rerank_head(reranker, q.text, rankings[q.id]), qs)
-        total = {q: ms[q] + extra[q] for q in ms}
+        second = _Clock()
+        reranked = rerank_rankings(_TimedReranker(reranker, second), qs, rankings)
+        total = {q.id: ms[q.id] + second.ms.get(q.text, 0.0) for q in qs}
         runs.append(make_run(retriever.strategy, method, True, reranked, total, qs, settings.ks, destroyed))
     return runs
 
