@@ -123,3 +123,20 @@ def prediction_recorded(ns):
     assert is_number and 0 <= r8 <= 1, "bm25_r8 should be a number in [0, 1]"
     assert isinstance(p.get("passes"), bool), "passes should be True or False"
     assert isinstance(p.get("why"), str) and len(p["why"].split()) >= 5, "give a reason of a sentence or two"
+
+
+@check("8.5", points=2)
+def predicted_the_embeddings_of_an_edit(ns):
+    """answer_8_5 holds the prediction written before the sync, the count the sync reported and a reason:
+    full points when the prediction equals the measurement, half when it is off by one."""
+    answer = ns.get("answer_8_5")
+    assert isinstance(answer, dict), "answer_8_5 should be a dict with 'predicted', 'measured' and 'why'"
+    predicted, measured = answer.get("predicted"), answer.get("measured")
+    for name, value in (("predicted", predicted), ("measured", measured)):
+        assert isinstance(value, int) and not isinstance(value, bool) and value >= 0, f"{name} should be a count"
+    assert isinstance(answer.get("why"), str) and len(answer["why"].split()) >= 5, "give a reason of a sentence"
+    assert measured >= 1, "the sync after an edit embeds at least one chunk: read changes.embedded after syncing"
+    if predicted == measured:
+        return None
+    assert abs(predicted - measured) <= 1, f"predicted {predicted}, measured {measured}: count the new chunk texts"
+    return 1 / 2
