@@ -70,4 +70,5 @@ def post_filter_at_depth_eight(ns):
     expected = sum(kept) / len(kept)
     answer = ns.get("answer_11_3")
     assert isinstance(answer, float), "answer_11_3 must be a number such as 0.912"
-    assert abs(answer - expected) <= 0.0015, "the share is off: post_filter(ranked, allowed, depth=8, k=4), over every user's queries"
+    assert abs(answer - expected) <= 0.0015, \
+        "the share is off: post_filter(ranked, allowed, depth=8, k=4), over every user's queries"
