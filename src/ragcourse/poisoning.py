@@ -53,9 +53,10 @@ def planted_chunks(texts: Sequence[str], start: int = 0, doc_id: str = PLANTED_D
                   strategy="planted", index=start + i) for i, t in enumerate(texts)]
 
 
-def with_planted(retriever: Retriever, planted: Sequence[Chunk]) -> Retriever:
-    """A retriever over the same chunks plus `planted` ones (only the planted texts are embedded)."""
-    vectors = retriever.dense.embedder.encode([c.text for c in planted])
+def with_planted(retriever: Retriever, planted: Sequence[Chunk], vectors: np.ndarray | None = None) -> Retriever:
+    """A retriever over the same chunks plus `planted` ones; only their texts are embedded (or `vectors` given)."""
+    if vectors is None:
+        vectors = retriever.dense.embedder.encode([c.text for c in planted])
     chunks = list(retriever.chunks) + list(planted)
     dense = DenseIndex(chunks=chunks, vectors=np.vstack([retriever.dense.vectors, vectors]),
                        embedder=retriever.dense.embedder)
@@ -80,18 +81,18 @@ def per_source_limit(ranked: Sequence[Chunk], limit: int, k: int) -> list[Chunk]
     return kept
 
 
-def stuffing_score(text: str, top: int = 3) -> float:
-    """Share of a text's tokens taken by its `top` most frequent words of three letters or more.
+def stuffing_score(text: str) -> float:
+    """Share of a text's words (three letters or more) that repeat a word already seen in it.
 
-    Prose spreads its words; a stuffed text repeats a few.
+    Prose spreads its words; a stuffed text repeats them.
 
-    >>> stuffing_score("grid grid grid table", top=1)
-    0.75
+    >>> stuffing_score("grid grid grid table")
+    0.5
     """
     tokens = [t for t in tokenize(text) if len(t) >= 3]
     if not tokens:
         return 0.0
-    return round(sum(n for _, n in Counter(tokens).most_common(top)) / len(tokens), 6)
+    return round(1.0 - len(set(tokens)) / len(tokens), 6)
 
 
 def near_duplicates(vectors: np.ndarray, threshold: float = 0.95) -> set[int]:
