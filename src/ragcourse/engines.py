@@ -23,8 +23,9 @@ How each method maps onto Qdrant, and the tie rules under which the rankings equ
 Indexing is idempotent and stamped like `ragcourse.index`: the collection records the model, its
 fingerprint, the chunker's `PIPELINE_VERSION`, BM25's k1, b and tokenizer and a hash of the chunk
 texts; an existing collection with another stamp raises `index.StaleIndexError` (`rebuild=True`
-drops it). Leaves out: updating single documents (BM25's idf depends on every text, so any change
-rebuilds), payload filters, quantization. No Qdrant server could be installed where the book was
+drops it). `rank(..., readable=...)` filters by document inside the engine (a payload filter, chapter 11);
+BM25's statistics stay those of the whole collection. Leaves out: updating single documents (BM25's idf
+depends on every text, so any change rebuilds), quantization. No Qdrant server could be installed where the book was
 written: the server path is documented, not tested.
 """
 
@@ -193,28 +194,41 @@ class QdrantEngine:
             raise RuntimeError("no collection indexed: call engine.index(retriever) first")
         return self.retriever
 
-    def _dense(self, vector: np.ndarray, limit: int):
+    def _dense(self, vector: np.ndarray, limit: int, only=None):
         from qdrant_client import models
 
         return models.Prefetch(query=np.asarray(vector, dtype=np.float32).tolist(), using=DENSE,
-                               limit=limit, params=models.SearchParams(exact=True))
+                               limit=limit, params=models.SearchParams(exact=True), filter=only)
 
-    def _sparse(self, query: str, limit: int):
+    def _sparse(self, query: str, limit: int, only=None):
         from qdrant_client import models
 
         ids, values = sparse_query(self._require().bm25, query)
         return models.Prefetch(query=models.SparseVector(indices=ids, values=values), using=SPARSE,
-                               limit=limit)
+                               limit=limit, filter=only)
 
     def _points(self, prefetch, limit: int):
-        """Run one prefetch as the main query (same query, vector name and params)."""
+        """Run one prefetch as the main query (same query, vector name, params and filter)."""
         result = self.client.query_points(self.collection, query=prefetch.query, using=prefetch.using,
-                                          limit=limit, search_params=prefetch.params)
+                                          limit=limit, search_params=prefetch.params,
+                                          query_filter=prefetch.filter)
         return result.points
 
+    @staticmethod
+    def readable_filter(readable: Iterable[str] | None):
+        """A payload filter keeping only chunks of the `readable` documents (chapter 11); None keeps all."""
+        from qdrant_client import models
+
+        if readable is None:
+            return None
+        return models.Filter(must=[models.FieldCondition(key="doc_id", match=models.MatchAny(any=sorted(readable)))])
+
     def rank(self, query: str, method: str = "dense", vector: np.ndarray | None = None,
-             limit: int | None = None) -> list[int]:
-        """Chunk positions best first, from the engine, in the package's tie order (module docstring)."""
+             limit: int | None = None, readable: Iterable[str] | None = None) -> list[int]:
+        """Chunk positions best first, from the engine, in the package's tie order (module docstring).
+
+        `readable` (document ids) applies a payload filter inside the engine: no other chunk is returned.
+        """
         from qdrant_client import models
 
         if method not in METHODS:
@@ -224,16 +238,18 @@ class QdrantEngine:
         limit = n if limit is None else limit
         if method != "bm25" and vector is None:
             vector = retriever.query_vector(query)
-        pad = n if limit >= n else 0  # a full ranking lists every chunk; a top-k only what was found
+        only = self.readable_filter(readable)
+        # A full ranking lists every chunk (padded in position order); a top-k or a filtered one only what was found.
+        pad = n if limit >= n and only is None else 0
         if method == "dense":
-            points = self._points(self._dense(vector, limit), limit)
+            points = self._points(self._dense(vector, limit, only), limit)
             return tie_ordered([p.id for p in points], [1.0 - p.score for p in points], pad, descending=False)
         if method == "bm25":
-            points = self._points(self._sparse(query, limit), limit)
+            points = self._points(self._sparse(query, limit, only), limit)
             return tie_ordered([p.id for p in points], [p.score for p in points], pad)
         points = self.client.query_points(
-            self.collection, prefetch=[self._dense(vector, n), self._sparse(query, n)],
-            query=models.RrfQuery(rrf=models.Rrf(k=BOOK_RRF_K + 1)), limit=limit).points
+            self.collection, prefetch=[self._dense(vector, n, only), self._sparse(query, n, only)],
+            query=models.RrfQuery(rrf=models.Rrf(k=BOOK_RRF_K + 1)), limit=limit, query_filter=only).points
         return [int(p.id) for p in points]
 
     def rankings(self, queries: Iterable, method: str = "dense", depth: int | None = None,

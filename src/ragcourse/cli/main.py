@@ -77,9 +77,25 @@ def _gate_signals(retriever, query: str, k: int) -> dict[str, float]:
     return signals.measure(retriever, default_reranker(), query, k).as_dict()
 
 
-def _search(args: argparse.Namespace) -> int:
+def _readable_retriever(args: argparse.Namespace):
+    """The course corpus's retriever; with --user, only the documents that user may read (chapter 11's pre-filter)."""
     from ..pipeline import build
 
+    retriever = build(args.strategy)
+    if args.user is None:
+        return retriever
+    from ..paths import DATA_DIR
+    from ..permissions import load_access, pre_filter
+
+    access = load_access(Path(args.permissions) if args.permissions else DATA_DIR / "permissions.json")
+    unlisted = access.unlisted({c.doc_id for c in retriever.chunks})
+    if unlisted:
+        print(f"{len(unlisted)} document(s) have no permission entry and are readable by nobody: "
+              + ", ".join(unlisted), file=sys.stderr)
+    return pre_filter(retriever, access.readable(access.groups_of(args.user)))
+
+
+def _search(args: argparse.Namespace) -> int:
     if (args.query is None) == (args.queries is None):
         raise ValueError("give either a QUERY or --queries FILE.jsonl, not both and not neither")
     if args.gate and args.cut is not None:
@@ -88,14 +104,14 @@ def _search(args: argparse.Namespace) -> int:
         from ..groundtruth import read_records
 
         records = [r for _, r in read_records(Path(args.queries), ("id", "query"))]  # errors name the line
-        retriever = build(args.strategy)
+        retriever = _readable_retriever(args)
         for record in records:
             hits, _ = _search_hits(retriever, args, record["query"])
             shown = [{"doc": h.chunk.doc_id, "start": h.chunk.start, "end": h.chunk.end,
                       "distance": round(float(h.distance), 4)} for h in hits]
             print(json.dumps({"id": record["id"], "answered": bool(hits), "hits": shown}, ensure_ascii=False))
         return 0
-    hits, refusal = _search_hits(build(args.strategy), args, args.query)
+    hits, refusal = _search_hits(_readable_retriever(args), args, args.query)
     if refusal is not None:
         print(refusal)
         return 0
@@ -397,6 +413,12 @@ def _own_arguments(c, s, e, i, r) -> None:
     s.add_argument("--queries", default=None, metavar="FILE.jsonl",
                    help='batch mode: lines {"id", "query"} in, one JSON line per query out: '
                         '{"id", "answered", "hits": [{"doc", "start", "end", "distance"}]}, hits [] when refused')
+    s.add_argument("--user", default=None,
+                   help="search only what this user may read (chapter 11: the pre-filter, with the user's own BM25 "
+                        "statistics); a document with no permission entry is readable by nobody")
+    s.add_argument("--permissions", default=None, metavar="PERMISSIONS.json",
+                   help='with --user: {"documents": {doc: [groups]}, "users": {user: [groups]}} '
+                        "(default: the course's data/permissions.json)")
     s.set_defaults(run=_search)
     e.add_argument("--questions", default=None, metavar="FILE.jsonl",
                    help="your questions: id, needle, question, optional doc and ticket, one JSON object a line "
