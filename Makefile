@@ -1,6 +1,7 @@
 # ragcourse: set-up, tests and the book.
 #
 #   make book        venv + pinned deps + corpus + local MathJax, then the HTML book (-W -n)
+#   make pdf         the PDF edition, printed from the HTML book by headless Chromium: book/_build/pdf/
 #   make test        the same set-up, ruff, then pytest over tests/, the docstring examples and the notebooks, offline
 #   make reproduce   re-execute every notebook in place (maintainers), then strip volatile metadata
 #   make bench       run benchmarks/bench_*.py (ratios measured side by side in one run)
@@ -50,10 +51,10 @@ PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse tests notebooks
 
-.PHONY: help install corpus mathjax book test lint reproduce bench timings reranker judge answers llm-breaks screenshots clean student grade
+.PHONY: help install corpus mathjax book pdf test lint reproduce bench timings reranker judge answers llm-breaks screenshots clean student grade
 
 help:
-	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,16p' Makefile | sed 's/^# \{0,1\}//'
 
 install: $(STAMPS)/install
 
@@ -91,6 +92,11 @@ $(STAMPS)/book: $(STAMPS)/install $(STAMPS)/corpus $(STAMPS)/mathjax $(BOOK_SOUR
 	@test -f book/_extra/mathjax/tex-svg-full.js || { rm -f $(STAMPS)/mathjax; $(MAKE) mathjax; }
 	$(BIN)/jupyter-book build book -W -n --keep-going $(if $(filter $(BOOK_ASSETS),$?),--all)
 	touch $@
+
+# The PDF edition: every page of the HTML book printed by Debian's chromium (offline), one bookmark a page.
+pdf: book
+	@scripts/install_chromium.sh >/dev/null
+	$(PY) scripts/book_pdf.py book/_build/pdf/ragcourse.pdf
 
 lint: $(STAMPS)/install
 	$(BIN)/ruff check $(LINT_PATHS)

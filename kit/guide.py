@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from markdown_it import MarkdownIt
 
 from kit.hidden import Hidden, load
 from kit.student import answer_cells
@@ -25,6 +26,7 @@ ADMONITION = re.compile(r":::\{admonition\} In this chapter\n(.*?)\n:::", re.DOT
 GLUE = re.compile(r"\{glue(?::[a-z]+)?\}`([^`:]+)(?::[^`]*)?`")
 CHAPTER_LINK = re.compile(r"\]\((\d\d-[\w-]+\.ipynb)")
 GRADED_BY_RUBRIC = ("prediction", "written")
+LEARN = re.compile(r"\*\*You will learn:?\*\*:?\s*(.*?)(?=\n\s*\n|\*\*Prerequisites|\*\*Time|\Z)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -43,11 +45,39 @@ def overview(nb) -> Overview:
     if not match:
         raise ValueError("no ':::{admonition} In this chapter' near the top of the notebook")
     body = _glue_values(nb, match.group(1))
-    objectives = tuple(line.strip()[2:].strip() for line in body.splitlines() if line.strip()[:2] in ("- ", "* "))
+    objectives = _objectives(body)
     prerequisites = re.search(r"\*\*Prerequisites:?\*\*:?\s*(.*?)(?=\*\*Time|\Z)", body, re.DOTALL)
     time = re.search(r"\*\*Time:?\*\*:?\s*(.*)", body, re.DOTALL)
     return Overview(objectives, _one_line(prerequisites.group(1) if prerequisites else "none stated"),
                     _one_line(time.group(1) if time else "not stated"))
+
+
+def _objectives(body: str) -> tuple[str, ...]:
+    """The admonition's objectives, each whole: its top-level bullets as Markdown reads them (a wrapped
+    bullet keeps its tail), or else the clauses of a "**You will learn** a; b; and c." sentence.
+
+    >>> _objectives("**You will learn**\\n- to cut a text\\n  at a boundary;\\n- to count.\\n\\n**Time:** 5 min")
+    ('to cut a text at a boundary;', 'to count.')
+    >>> _objectives("**You will learn** how to cut; how to count; and why it matters.\\n**Time:** 5 min")
+    ('how to cut', 'how to count', 'why it matters')
+    """
+    tokens = MarkdownIt("commonmark").parse(body)
+    items, depth = [], 0
+    for i, token in enumerate(tokens):
+        if token.type == "bullet_list_open":
+            depth += 1
+        elif token.type == "bullet_list_close":
+            depth -= 1
+        elif token.type == "list_item_open" and depth == 1:
+            inline = next(t for t in tokens[i:] if t.type == "inline")
+            items.append(" ".join(inline.content.split()))
+    if items:
+        return tuple(items)
+    sentence = LEARN.search(body)
+    if not sentence:
+        return ()
+    clauses = (" ".join(c.split()) for c in sentence.group(1).split(";"))
+    return tuple(re.sub(r"^and ", "", c).rstrip(".") for c in clauses if c)
 
 
 def _one_line(text: str) -> str:

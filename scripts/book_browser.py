@@ -6,7 +6,8 @@
 PAGE is a path under book/_build/html (default: every page). Pages are opened as file:// URLs at a
 1280 px wide window, so nothing is served and nothing needs the network; every request a page makes
 is recorded, and one to another host is a failure. The protocol is spoken directly (websocket-client),
-so no driver binary and no browser download are needed. Leaves out: other browsers, other widths.
+so no driver binary and no browser download are needed. RAGCOURSE_BROWSER_WIDTH=400 checks at a phone's
+width instead (tests/test_book_browser.py checks both). Leaves out: other browsers.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--remote-debugging-port=0", "--remote-allow-origins=*"]
 
 # Runs in the page once it has loaded and MathJax has typeset: opens every toggle and dropdown, then
-# measures. Returns {column: [left, right], overflow: [...], raw: [...], placeholders: [...]}.
+# measures. Returns {column: [left, right], overflow: [...], raw: [...], placeholders: [...], broken: [...],
+# offscreen: [...], viewport: px}.
 MEASURE = r"""
 (() => {
   const article = document.querySelector('article.bd-article') || document.querySelector('main');
@@ -97,7 +99,44 @@ MEASURE = r"""
   const placeholder = new RegExp(['<Figure size \\d+x\\d+ with \\d+ Axes>', '<IPython\\.core\\.display\\.\\w+ object>',
                                   ' object at 0x[0-9a-f]+>'].join('|'), 'g');
   const placeholders = [...new Set(all.join(' ').match(placeholder) || [])];
-  return {column: [Math.round(left), Math.round(right)], overflow, raw, placeholders};
+  // A table cell narrower than its longest word breaks that word across lines ("chunk s", the row index
+  // "1 0"): each word of each cell (a line may break after a hyphen) must sit on one line.
+  const broken = [], range = document.createRange();
+  for (const cell of article.querySelectorAll('th, td')) {
+    if (cell.closest(skip) || cell.getClientRects().length === 0) continue;
+    const texts = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let t = texts.nextNode(); t; t = texts.nextNode()) {
+      for (const m of t.data.matchAll(/[^\s-]+-?/g)) {
+        range.setStart(t, m.index);
+        range.setEnd(t, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (tops.size > 1) broken.push(`<${cell.tagName.toLowerCase()}> breaks "${m[0].slice(0, 40)}" across `
+                                       + `${tops.size} lines (${describe(cell)})`);
+      }
+    }
+  }
+  // Nothing may reach past the window's right edge unless a box that scrolls sideways holds it.
+  const viewport = document.documentElement.clientWidth, offscreen = [];
+  const scroller = (el) => {
+    for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+      if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)) return true;
+    }
+    return false;
+  };
+  const seen = new Set();
+  for (const el of article.querySelectorAll('*')) {
+    if (el.ownerSVGElement || el.closest('script, style, .headerlink')) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || r.right <= viewport + 1 || scroller(el)) continue;
+    seen.add(el);
+    if (el.parentElement && seen.has(el.parentElement)) continue;
+    offscreen.push(`${describe(el)} reaches ${Math.round(r.right)} px`);
+  }
+  if (document.documentElement.scrollWidth > viewport + 1) {
+    offscreen.push(`the page itself is ${document.documentElement.scrollWidth} px wide`);
+  }
+  return {column: [Math.round(left), Math.round(right)], overflow, raw, placeholders, broken, offscreen,
+          viewport};
 })()
 """
 
@@ -117,6 +156,8 @@ class Visit:
     overflow: list[str] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)
     placeholders: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+    offscreen: list[str] = field(default_factory=list)
 
     @property
     def outside(self) -> list[str]:
@@ -245,6 +286,7 @@ class Chromium:
                            not in visit.requests]
         visit.column, visit.overflow = tuple(found["column"]), found["overflow"]
         visit.raw, visit.placeholders = found["raw"], found["placeholders"]
+        visit.broken, visit.offscreen = found["broken"], found["offscreen"]
         return visit
 
     def screenshot(self, page: str, out: Path, html: Path = HTML, max_height: int = 16_000) -> Path:
@@ -268,6 +310,8 @@ def _report(visit: Visit) -> list[str]:
     lines += [f"  overflow: {o}" for o in visit.overflow]
     lines += [f"  raw role or directive: {r}" for r in visit.raw]
     lines += [f"  placeholder output: {p}" for p in visit.placeholders]
+    lines += [f"  word broken in a table: {b}" for b in visit.broken]
+    lines += [f"  past the window's edge: {o}" for o in visit.offscreen]
     return lines
 
 
@@ -280,7 +324,8 @@ def main(argv: list[str]) -> int:
         return 1
     chosen = argv[1:] or pages()
     failed = 0
-    with Chromium() as browser:
+    width = int(os.environ.get("RAGCOURSE_BROWSER_WIDTH", WIDTH))
+    with Chromium(width=width) as browser:
         for page in chosen:
             if argv[0] == "screenshots":
                 name = page.removesuffix(".html").replace("/", "-").removeprefix("notebooks-")

@@ -1,10 +1,13 @@
-"""Every page of the built book, opened in a real headless Chromium at 1280 px (scripts/book_browser.py).
+"""Every page of the built book, opened in a real headless Chromium at 1280 px and 400 px (scripts/book_browser.py).
 
-Per page: nothing inside the main column is wider than the column (tables, display math, figures,
+Per page at 1280 px: nothing inside the main column is wider than the column (tables, display math, figures,
 printed output; code that scrolls sideways is allowed), no raw role or glue placeholder is left in
-the text, and the page requests nothing from another host. Pages are opened as file:// URLs, so the
-test runs offline. `make test` builds the book and installs Debian's chromium first, and sets
-RAGCOURSE_REQUIRE_BOOK=1, so there a missing book or browser is a failure; a bare `pytest` skips.
+the text, and the page requests nothing from another host. At both widths: no table cell breaks a word
+across lines (a column is at least as wide as its longest word), and nothing reaches past the window's
+edge unless a box that scrolls sideways holds it (at 400 px wide tables and code scroll in their box).
+Pages are opened as file:// URLs, so the test runs offline. `make test` builds the book and installs
+Debian's chromium first, and sets RAGCOURSE_REQUIRE_BOOK=1, so there a missing book or browser is a
+failure; a bare `pytest` skips.
 """
 
 from __future__ import annotations
@@ -43,11 +46,13 @@ PAGES = book_browser.pages()
 pytestmark = pytest.mark.enable_socket
 
 
-@pytest.fixture(scope="module")
-def visits():
-    """page -> Visit, each page opened and measured once, in one browser."""
+NARROW = 400  # a phone held upright
+
+
+def _visits(width: int):
+    """page -> Visit, each page opened and measured once, in one browser `width` px wide."""
     found: dict[str, object] = {}
-    with book_browser.Chromium() as browser:
+    with book_browser.Chromium(width=width) as browser:
 
         def visit(page: str):
             if page not in found:
@@ -55,6 +60,16 @@ def visits():
             return found[page]
 
         yield visit
+
+
+@pytest.fixture(scope="module")
+def visits():
+    yield from _visits(book_browser.WIDTH)
+
+
+@pytest.fixture(scope="module")
+def narrow_visits():
+    yield from _visits(NARROW)
 
 
 def test_every_chapter_and_reference_page_is_checked():
@@ -85,6 +100,20 @@ def test_the_page_requests_nothing_from_another_host(visits, page):
     assert not visit.outside, f"{page}: requests to other hosts: {visit.outside}"
 
 
+@pytest.mark.parametrize("page", PAGES)
+def test_tables_keep_words_whole_and_nothing_runs_off_screen_at_1280_px(visits, page):
+    visit = visits(page)
+    assert not visit.broken, f"{page}: table cells narrower than a word:\n  " + "\n  ".join(visit.broken)
+    assert not visit.offscreen, f"{page}: past the window's edge:\n  " + "\n  ".join(visit.offscreen)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_tables_keep_words_whole_and_nothing_runs_off_screen_at_400_px(narrow_visits, page):
+    visit = narrow_visits(page)
+    assert not visit.broken, f"{page}: table cells narrower than a word:\n  " + "\n  ".join(visit.broken)
+    assert not visit.offscreen, f"{page}: past the window's edge:\n  " + "\n  ".join(visit.offscreen)
+
+
 FAULTY_PAGE = """<!doctype html><html><head><style>article { width: 600px; padding: 0 10px; }</style></head>
 <body><article class="bd-article">
 <h2>A section</h2>
@@ -109,3 +138,28 @@ def test_the_checks_catch_a_faulty_page(tmp_path):
     assert visit.placeholders == ["<Figure size 640x480 with 1 Axes>"], visit.placeholders
     expected = ["file://cdn.example.invalid/x.js", "https://example.invalid/logo.png"]
     assert sorted(visit.outside) == expected, visit.outside
+
+
+NARROW_PAGE = """<!doctype html><html><head><style>
+body { margin: 0 } article { padding: 0 } th { overflow-wrap: anywhere } .scroll { overflow-x: auto }
+</style></head><body><article class="bd-article">
+<h2>Squeezed</h2>
+<table style="width: 120px"><tr><th>strategy</th><th>chunks</th><th>questions</th><th>destroyed</th></tr></table>
+<h2>Scrolled</h2>
+<div class="scroll"><table><tr><td style="white-space: nowrap">""" + "wide " * 150 + """</td></tr></table></div>
+<pre>code that scrolls in its own box """ + "x" * 200 + """</pre>
+<h2>Loose</h2>
+<p><span style="display: inline-block; width: 700px">a banner wider than the phone</span></p>
+</article></body></html>"""
+
+
+def test_the_narrow_checks_catch_a_squeezed_header_and_a_loose_element(tmp_path):
+    """At 400 px: a header squeezed below its longest word and an element past the edge are reported;
+    a table and a code block that scroll inside their own boxes are not."""
+    (tmp_path / "narrow.html").write_text(NARROW_PAGE, encoding="utf-8")
+    with book_browser.Chromium(width=NARROW) as browser:
+        visit = browser.check("narrow.html", html=tmp_path)
+    assert visit.broken and all('under "Squeezed"' in b for b in visit.broken), visit.broken
+    assert any('"questions"' in b for b in visit.broken), visit.broken
+    loose = [o for o in visit.offscreen if "page itself" not in o]
+    assert len(loose) == 1 and 'under "Loose"' in loose[0] and "a banner" in loose[0], visit.offscreen
