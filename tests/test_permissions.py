@@ -145,3 +145,35 @@ def test_qdrant_payload_filter_never_returns_an_unreadable_chunk():
             positions = engine.rank("grid role", method, limit=6, readable=allowed)
             assert positions and all(docs[i] in allowed for i in positions)
             assert sorted(positions) == [i for i, d in enumerate(docs) if d in allowed]
+
+
+def test_eval_as_a_user_indexes_only_what_they_may_read(tmp_path, capsys, monkeypatch):
+    from ragcourse.cli import main
+
+    monkeypatch.setenv("RAGCOURSE_CACHE", str(tmp_path / "cache"))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tents.md").write_text("# Tents\n\nPitch the tent on flat ground away from dead trees.\n\n"
+                                   "Air the tent every morning so that it dries.\n")
+    (docs / "stoves.md").write_text("# Stoves\n\nNever run a gas stove inside a closed tent.\n")
+    (docs / "salaries.md").write_text("# Salaries\n\nThe guides' salaries are reviewed every March.\n")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        '{"id": "t", "needle": "Pitch the tent on flat ground away from dead trees.", "question": "Where to pitch?"}\n'
+        '{"id": "s", "needle": "Never run a gas stove inside a closed tent.", "question": "Stove in a tent?"}\n'
+        '{"id": "a", "needle": "Air the tent every morning so that it dries.", "question": "How to dry a tent?"}\n'
+        '{"id": "p", "needle": "The guides\' salaries are reviewed every March.", "question": "Pay reviews?"}\n')
+    perms = tmp_path / "p.json"
+    perms.write_text(json.dumps({"documents": {"tents.md": ["staff", "hr"], "salaries.md": ["hr"]},
+                                 "users": {"sam": ["staff"]}}))
+    out = tmp_path / "out"
+    code = main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out),
+                 "--user", "sam", "--permissions", str(perms)])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "readable by nobody: stoves.md" in err and "2 question(s) are about documents sam may not read" in err
+    results = json.loads((out / "results.json").read_text())
+    assert results["corpus"]["documents"] == 1
+    assert "salaries" not in (out / "report.html").read_text().lower()
+    assert main(["eval", str(docs), "--questions", str(questions), "--out", str(tmp_path / "o2"), "--user", "sam"]) == 2
+    assert "--user and --permissions go together" in capsys.readouterr().err

@@ -247,17 +247,43 @@ def _reranker_factory(cache: Path):
     return lambda: rerank.LateInteractionReranker(cache_dir=cache / "tokens")
 
 
+def _readable_folder(corpus, args: argparse.Namespace):
+    """The folder as `--user` may read it (chapter 11's pre-filter: nothing else is indexed); all of it without."""
+    if args.user is None and args.permissions is None:
+        return corpus
+    if args.user is None or args.permissions is None:
+        raise ValueError("--user and --permissions go together: whose view, and who may read what")
+    import dataclasses
+
+    from ..permissions import load_access
+
+    access = load_access(Path(args.permissions))
+    unlisted = access.unlisted(d.id for d in corpus.documents)
+    if unlisted:
+        print(f"{len(unlisted)} document(s) have no permission entry and are readable by nobody: "
+              + ", ".join(unlisted[:10]) + (" ..." if len(unlisted) > 10 else ""), file=sys.stderr)
+    allowed = access.readable(access.groups_of(args.user))
+    return dataclasses.replace(corpus, documents=tuple(d for d in corpus.documents if d.id in allowed))
+
+
 def _eval(args: argparse.Namespace) -> int:
     from .. import dense
     from . import report
     from .folder import load_folder_out_of_domain, load_folder_questions, read_folder
     from .runs import Settings, label_of, measure
 
-    corpus = read_folder(Path(args.docs_dir))
+    whole = read_folder(Path(args.docs_dir))
+    corpus = _readable_folder(whole, args)
     if not corpus.documents:
         reasons = "; ".join(f"{f.path}: {f.reason}" for f in corpus.failed[:5]) or "the folder has no documents"
         raise ValueError(f"no readable documents in {args.docs_dir!r} ({reasons})")
-    questions = load_folder_questions(args.questions, corpus.documents)
+    questions = load_folder_questions(args.questions, whole.documents)
+    readable = {d.id for d in corpus.documents}
+    if len(readable) < len(whole.documents):
+        kept = [q for q in questions if q.doc in readable]
+        print(f"{len(questions) - len(kept)} question(s) are about documents {args.user} may not read: left out",
+              file=sys.stderr)
+        questions = kept
     ood = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else []
     labels = [label_of(s, m, r) for s in args.strategies for m in args.methods for r in (False, True)[:1 + args.rerank]]
     if args.baseline is not None and args.baseline not in labels:
@@ -362,6 +388,12 @@ def _eval_options(v) -> None:
                         "e.g. ~/.cache/ragcourse)")
     v.add_argument("--out", required=True, metavar="OUTDIR",
                    help="a new or empty folder outside DOCS_DIR (or one an earlier eval wrote): the report goes here")
+    v.add_argument("--user", default=None,
+                   help="measure as this user: only the documents they may read are indexed, and only questions "
+                        "about them are asked (chapter 11); needs --permissions")
+    v.add_argument("--permissions", default=None, metavar="PERMISSIONS.json",
+                   help='{"documents": {path: [groups]}, "users": {user: [groups]}}, paths relative to DOCS_DIR; '
+                        "a document with no entry is readable by nobody")
     v.set_defaults(run=_eval)
 
 
