@@ -20,11 +20,19 @@ class AuthorYearLabels(BaseLabelStyle):
     """Labels "Wilson 1927", "Robertson & Zaragoza 2009", "Cormack et al. 2009"."""
 
     def format_labels(self, sorted_entries):
+        labels = []
         for entry in sorted_entries:
             people = entry.persons.get("author") or entry.persons.get("editor") or []
             names = [_surname(p) for p in people]
             who = names[0] if len(names) == 1 else " & ".join(names) if len(names) == 2 else f"{names[0]} et al."
-            yield f"{who} {entry.fields.get('year', '')}".strip()
+            labels.append(f"{who} {entry.fields.get('year', '')}".strip())
+        seen: dict[str, int] = {}
+        for label in labels:  # two works with one label: "Gao et al. 2023a", "Gao et al. 2023b"
+            if labels.count(label) > 1:
+                seen[label] = seen.get(label, 0) + 1
+                yield label + "abcdefghij"[seen[label] - 1]
+            else:
+                yield label
 
 
 class AuthorYearStyle(PlainStyle):
