@@ -94,6 +94,19 @@ def test_rerank_reads_the_field_the_reranker_uses():
         rerank(FixedScores({"a": 1.0}), "q", [chunk], top=0)
 
 
+def test_a_reranker_giving_the_wrong_number_of_scores_is_a_value_error():
+    """A user's reranker is user input: one ValueError (as for a cross-encoder's output), never an assert,
+    which `python -O` would skip."""
+    chunks = [make_chunk(i, c) for i, c in enumerate(["a", "b"])]
+
+    class Short(FixedScores):
+        def score(self, query, passages):
+            return np.array([1.0])
+
+    with pytest.raises(ValueError, match=r"fixed gives scores of shape \(1,\) for 2 passages"):
+        rerank(Short({}), "q", chunks)
+
+
 # --- cross-encoder ------------------------------------------------------------------------------
 
 def test_missing_cross_encoder_folder_raises_a_useful_error(no_reranker_env, tmp_path):

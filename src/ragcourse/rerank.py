@@ -78,6 +78,22 @@ def _check_use(use: str) -> str:
     return use
 
 
+def checked_scores(name: str, scores, n: int, dtype=np.float64) -> np.ndarray:
+    """`scores` as an array of `dtype` when it holds one score per passage (`n`); else ValueError naming its shape.
+
+    >>> checked_scores("toy", [0.5, 0.1], 2).tolist()
+    [0.5, 0.1]
+    >>> checked_scores("toy", [[0.5, 0.1]], 2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: toy gives scores of shape (1, 2) for 2 passages: expected one score per passage ...
+    """
+    scores = np.asarray(scores, dtype=dtype)
+    if scores.shape != (n,):
+        raise ValueError(f"{name} gives scores of shape {scores.shape} for {n} passages: expected one score per "
+                         "passage (a cross-encoder with one output label, like the ms-marco ones)")
+    return scores
+
+
 def order_by_score(scores: Sequence[float]) -> list[int]:
     """Positions by score descending, ties by position: `order_by_score([1, 3, 1]) -> [1, 0, 2]`."""
     return precision.stable_order(scores, descending=True).tolist()
@@ -97,8 +113,7 @@ def rerank(
     if not chunks:
         return []
     passages = [getattr(c, field) for c in chunks]
-    scores = np.asarray(reranker.score(query, passages), dtype=np.float64)
-    assert scores.shape == (len(chunks),), f"{reranker.name}: {scores.shape} for {len(chunks)}"
+    scores = checked_scores(reranker.name, reranker.score(query, passages), len(chunks))
     order = order_by_score(scores)[:top]
     return [Reranked(chunks[i], float(scores[i]), rank, i + 1)
             for rank, i in enumerate(order, start=1)]
@@ -167,11 +182,7 @@ class CrossEncoderReranker:
         self.model.max_length = self.max_length  # the loaded model is shared: set ours each call
         scores = self.model.predict([(query, p) for p in passages], batch_size=self.batch_size,
                                     show_progress_bar=False, convert_to_numpy=True)
-        scores = np.asarray(scores, dtype=np.float32)
-        if scores.shape != (len(passages),):
-            raise ValueError(f"{self.name} gives scores of shape {scores.shape}: expected one "
-                             "output label (a relevance score), like the ms-marco cross-encoders")
-        return scores
+        return checked_scores(self.name, scores, len(passages), np.float32)
 
 
 def maxsim(query_tokens: np.ndarray, passage_tokens: np.ndarray) -> float:
