@@ -25,8 +25,8 @@ fingerprint, the chunker's `PIPELINE_VERSION`, BM25's k1, b and tokenizer and a 
 texts; an existing collection with another stamp raises `index.StaleIndexError` (`rebuild=True`
 drops it). `rank(..., readable=...)` filters by document inside the engine (a payload filter, chapter 11);
 BM25's statistics stay those of the whole collection. Leaves out: updating single documents (BM25's idf
-depends on every text, so any change rebuilds), quantization. No Qdrant server could be installed where the book was
-written: the server path is documented, not tested.
+depends on every text, so any change rebuilds), quantization. The tests run local mode; the server path is the
+same client code pointed at a URL, and is not exercised by them.
 """
 
 from __future__ import annotations
