@@ -51,7 +51,7 @@ import pandas as pd
 from .chunking import PIPELINE_VERSION, Chunk, chunk, strategy_for
 from .corpus import Document, sha256_file
 from .dense import Hit, check_k, cosine_distances, top_hits
-from .documents import MAX_BYTES, READER_VERSION, ExtractionError, read_document, walk
+from .documents import MAX_BYTES, READER_VERSION, ExtractionError, Failure, read_document, walk
 
 #: The reader's version (`documents.READER_VERSION`): bumped whenever `extract` turns the same bytes into other text.
 EXTRACTOR_VERSION = READER_VERSION
@@ -425,12 +425,8 @@ def writer_lock(path: str | Path, *, wait: bool = True,
         os.close(fd)  # releases the flock
 
 
-@dataclass(frozen=True)
-class Skipped:
-    """Something under the folder that is not an input, and why."""
-
-    path: str
-    reason: str
+#: Something under the folder that is not an input, and why: the record `documents.walk` gives its problems.
+Skipped = Failure
 
 
 @dataclass(frozen=True)
@@ -448,7 +444,7 @@ def list_folder(folder: str | Path) -> Listing:
     """The folder as `documents.walk` sees it: its document files are the inputs; links out, loops, FIFOs,
     unreadable folders and files that are not documents are `skipped`, each with its reason."""
     found = walk(Path(folder))
-    skipped = [Skipped(p.path, p.reason) for p in found.problems]
+    skipped = list(found.problems)
     skipped += [Skipped(path, NOT_A_DOCUMENT) for path in found.skipped]
     return Listing(found.files, tuple(sorted(skipped, key=lambda k: k.path)))
 

@@ -388,13 +388,18 @@ def _eval_options(v) -> None:
                         "e.g. ~/.cache/ragcourse)")
     v.add_argument("--out", required=True, metavar="OUTDIR",
                    help="a new or empty folder outside DOCS_DIR (or one an earlier eval wrote): the report goes here")
-    v.add_argument("--user", default=None,
-                   help="measure as this user: only the documents they may read are indexed, and only questions "
-                        "about them are asked (chapter 11); needs --permissions")
-    v.add_argument("--permissions", default=None, metavar="PERMISSIONS.json",
-                   help='{"documents": {path: [groups]}, "users": {user: [groups]}}, paths relative to DOCS_DIR; '
-                        "a document with no entry is readable by nobody")
+    _permission_options(v, "measure as this user: only the documents they may read are indexed, and only "
+                           "questions about them are asked; needs --permissions",
+                        "paths relative to DOCS_DIR")
     v.set_defaults(run=_eval)
+
+
+def _permission_options(p, user_help: str, where: str) -> None:
+    """--user and --permissions (chapter 11), for search and eval."""
+    p.add_argument("--user", default=None, help=f"{user_help} (chapter 11: a document with no permission entry "
+                                                 "is readable by nobody)")
+    p.add_argument("--permissions", default=None, metavar="PERMISSIONS.json",
+                   help=f'{{"documents": {{doc: [groups]}}, "users": {{user: [groups]}}}}, {where}')
 
 
 def parser() -> argparse.ArgumentParser:
@@ -445,12 +450,8 @@ def _own_arguments(c, s, e, i, r) -> None:
     s.add_argument("--queries", default=None, metavar="FILE.jsonl",
                    help='batch mode: lines {"id", "query"} in, one JSON line per query out: '
                         '{"id", "answered", "hits": [{"doc", "start", "end", "distance"}]}, hits [] when refused')
-    s.add_argument("--user", default=None,
-                   help="search only what this user may read (chapter 11: the pre-filter, with the user's own BM25 "
-                        "statistics); a document with no permission entry is readable by nobody")
-    s.add_argument("--permissions", default=None, metavar="PERMISSIONS.json",
-                   help='with --user: {"documents": {doc: [groups]}, "users": {user: [groups]}} '
-                        "(default: the course's data/permissions.json)")
+    _permission_options(s, "search only what this user may read (the pre-filter, with the user's own BM25 "
+                           "statistics)", "with --user (default: the course's data/permissions.json)")
     s.set_defaults(run=_search)
     e.add_argument("--questions", default=None, metavar="FILE.jsonl",
                    help="your questions: id, needle, question, optional doc and ticket, one JSON object a line "
