@@ -5,7 +5,7 @@ Chromium (scripts/book_browser.py) and joined into one file with a bookmark per 
 
 Each page of the book starts a new page of the PDF. Before a page is printed, MathJax has typeset it and
 every toggle and dropdown is opened (a printed solution cannot be clicked open). Writes OUT.json beside the
-PDF: per page, its title, first PDF page, page count, the raster images it shows and its typeset formulas,
+PDF: per page, its title, first PDF page, page count, the distinct raster images it shows and its typeset formulas,
 which tests/test_book_pdf.py compares with the PDF. Runs offline, from book/_build/html (`make book`).
 """
 
@@ -44,7 +44,7 @@ PREPARE = r"""
     for (const m of MARKERS) tex[m] += t.data.split(m).length - 1;
   }
   return {title: title.replace(/[#¶]/g, '').trim(),
-          images: raster.length, svg: images.length - raster.length,
+          images: new Set(raster.map(i => i.currentSrc || i.src)).size, svg: images.length - raster.length,
           broken: images.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src')),
           formulas: article.querySelectorAll('mjx-container').length,
           untypeset: article.querySelectorAll('.math:not(:has(mjx-container))').length, tex};
