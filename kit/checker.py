@@ -10,6 +10,7 @@ they defined, a stand-in that runs it in a fresh sandbox (kit/sandbox.py) on the
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,6 +33,10 @@ class Checker:
         self.functions: dict[str, dict] = {}
         self.sandboxes: dict[bool, Functions] = {}
         self.unsafe, self.seconds = False, 300.0
+        # Files a check writes as a function's inputs (tempfile, during `run`) go here; the function's sandbox
+        # sees this folder read-only, and nothing else of the checker's.
+        self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
+        self.exchange.chmod(0o755)
 
     def student(self, job_path: str) -> None:
         """Load one student's answers (values as codec JSON, function sources) from the grader's job file."""
@@ -71,7 +76,7 @@ class Checker:
         if sandbox is None:
             program = [s for n in self.functions for s in self.functions[n]]
             sandbox = self.sandboxes[by_hand] = Functions(list(dict.fromkeys(program)), 0.0, self.unsafe,
-                                                          package=not by_hand)
+                                                          package=not by_hand, exchange=self.exchange)
         return sandbox.proxy(name)
 
     def run(self, exercise: str, token: str) -> None:
@@ -81,10 +86,13 @@ class Checker:
         ns = self.namespace(hidden.by_hand)
         for sandbox in self.sandboxes.values():
             sandbox.deadline, sandbox.seconds = deadline, self.seconds
+        before, tempfile.tempdir = tempfile.tempdir, str(self.exchange)
         try:
             points, feedback = score(hidden, ns)
         except FunctionTimeout as err:
             points, feedback = 0.0, f"your function {err}"
+        finally:
+            tempfile.tempdir = before
         print(token, json.dumps({"exercise": exercise, "points": points, "feedback": str(feedback)[:MAX_FEEDBACK]}))
 
     def close(self) -> None:

@@ -63,7 +63,7 @@ def _other(value, depth: int):
     module = kind.__module__ or ""
     if module == "numpy" or module.startswith("numpy."):
         return _numpy(value, depth)
-    if module.startswith("pandas."):
+    if module == "pandas" or module.startswith("pandas."):
         return _pandas(value, depth)
     if module.startswith("pathlib"):
         return {TAG: "path", "v": str(value)}

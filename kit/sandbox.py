@@ -152,8 +152,12 @@ def drop_to_nobody() -> bool:
     return _as_root() and all(_reachable_by_others(p) for p in _read_only_paths())
 
 
+#: Job folders always go to the system temporary folder, never to a checker's exchange folder.
+SYSTEM_TMP = tempfile.gettempdir()
+
+
 def _job_dir(prefix: str) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=SYSTEM_TMP))
     folder.chmod(0o755)  # readable by `nobody`, who runs the sandbox when the grader is root
     return folder
 
