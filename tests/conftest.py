@@ -43,3 +43,19 @@ def embedder():
     from ragcourse.models import load_embedder
 
     return load_embedder()
+
+
+@pytest.fixture(scope="session")
+def script():
+    """`script("diagrams")`: scripts/diagrams.py imported by its path (scripts/ is not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    def load(name: str):
+        path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
