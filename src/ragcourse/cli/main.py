@@ -85,14 +85,22 @@ def _readable_retriever(args: argparse.Namespace):
     if args.user is None:
         return retriever
     from ..paths import DATA_DIR
-    from ..permissions import load_access, pre_filter
+    from ..permissions import pre_filter
 
-    access = load_access(Path(args.permissions) if args.permissions else DATA_DIR / "permissions.json")
-    unlisted = access.unlisted({c.doc_id for c in retriever.chunks})
+    path = Path(args.permissions) if args.permissions else DATA_DIR / "permissions.json"
+    return pre_filter(retriever, _allowed(path, args.user, {c.doc_id for c in retriever.chunks}))
+
+
+def _allowed(permissions: Path, user: str, doc_ids) -> frozenset[str]:
+    """The documents `user` may read (chapter 11); documents with no entry are named on stderr, unreadable."""
+    from ..permissions import load_access
+
+    access = load_access(permissions)
+    unlisted = access.unlisted(doc_ids)
     if unlisted:
         print(f"{len(unlisted)} document(s) have no permission entry and are readable by nobody: "
-              + ", ".join(unlisted), file=sys.stderr)
-    return pre_filter(retriever, access.readable(access.groups_of(args.user)))
+              + ", ".join(unlisted[:10]) + (" ..." if len(unlisted) > 10 else ""), file=sys.stderr)
+    return access.readable(access.groups_of(user))
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -255,14 +263,7 @@ def _readable_folder(corpus, args: argparse.Namespace):
         raise ValueError("--user and --permissions go together: whose view, and who may read what")
     import dataclasses
 
-    from ..permissions import load_access
-
-    access = load_access(Path(args.permissions))
-    unlisted = access.unlisted(d.id for d in corpus.documents)
-    if unlisted:
-        print(f"{len(unlisted)} document(s) have no permission entry and are readable by nobody: "
-              + ", ".join(unlisted[:10]) + (" ..." if len(unlisted) > 10 else ""), file=sys.stderr)
-    allowed = access.readable(access.groups_of(args.user))
+    allowed = _allowed(Path(args.permissions), args.user, [d.id for d in corpus.documents])
     return dataclasses.replace(corpus, documents=tuple(d for d in corpus.documents if d.id in allowed))
 
 
