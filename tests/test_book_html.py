@@ -177,3 +177,29 @@ def test_the_sources_page_lists_every_figure_of_the_data_file():
     assert not missing, f"rows of data/source_figures.csv not on the sources page (rebuild the book): {missing}"
     tables = re.findall(r'<table[^>]*class="[^"]*\bsource-figures\b', page)
     assert len(tables) == 2, f"expected one table per source, found {len(tables)}"
+
+
+class _Images(HTMLParser):
+    """Collects (src, alt) for every <img> of a page; alt is None when the attribute is missing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "img":
+            found = dict(attrs)
+            self.images.append((found.get("src") or "", found.get("alt")))
+
+
+def test_every_image_says_what_it_shows_to_a_screen_reader():
+    # Sphinx falls back to the file name when a figure has no alt text ("../_images/a60a….png").
+    lacking = []
+    for page in _pages():
+        parser = _Images()
+        parser.feed(page.read_text(encoding="utf-8"))
+        for src, alt in parser.images:
+            words = (alt or "").split()
+            if len(words) < 4 or re.search(r"\.(png|svg|jpe?g|gif)$", alt or "", re.IGNORECASE):
+                lacking.append(f"{page.relative_to(HTML)}: {src} (alt={alt!r})")
+    assert not lacking, "images without a describing alt text:\n" + "\n".join(lacking)
