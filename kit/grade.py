@@ -3,12 +3,13 @@
 `python -m kit.grade SUBMISSIONS [--out DIR]` (the Makefile's `make grade SUBMISSIONS=DIR`) grades
 `SUBMISSIONS/<student>/NN-*.ipynb` and writes, into an output folder outside SUBMISSIONS (default
 `SUBMISSIONS-graded`), `grades.csv` (student, chapter, exercise, points, max_points, feedback) and
-`<student>/feedback.md`. Per chapter, a trusted kernel runs the reference notebook and holds the hidden
-checks (kit/checker.py). Per student, a copy of the notebook runs in a fresh bubblewrap sandbox
-(kit/sandbox.py, kit/runner.py) that exports the answers as JSON; the checks score them in the trusted
-kernel, running the student's functions in another fresh sandbox on inputs only. What comes back is
-bounded and checked (points are numbers in [0, max]). A failure is that student's row with its reason;
-each student's rows are written as soon as they are graded.
+`<student>/feedback.md`, with `summary.md`, the class at a glance (kit/summary.py). Per chapter, a
+trusted kernel runs the reference notebook and holds the hidden checks (kit/checker.py). Per student, a
+copy of the notebook runs in a fresh bubblewrap sandbox (kit/sandbox.py, kit/runner.py) that exports the
+answers as JSON; the checks score them in the trusted kernel, running the student's functions in another
+fresh sandbox on inputs only. What comes back is bounded and checked (points are numbers in [0, max]). A
+failure is that student's row with its reason; each student's rows are written as soon as they are
+graded.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import nbformat
 
-from kit import definitions, sandbox
+from kit import definitions, sandbox, summary
 from kit.hidden import Hidden, load
 from kit.runner import Kernel, Limits, Run
 from ragcourse.book.exercises import VARIANT_ENV, variant
@@ -348,7 +349,7 @@ class Output:
         self.write(self.rows / f"{name}.json", json.dumps([r.__dict__ for r in rows]))
 
     def merge(self) -> list[Row]:
-        """grades.csv from every student's rows written so far, in student order."""
+        """grades.csv and summary.md from every student's rows written so far, in student order."""
         rows = []
         for path in sorted(self.rows.glob("*.json")):
             rows += [Row(**r) for r in json.loads(path.read_text(encoding="utf-8"))]
@@ -357,6 +358,7 @@ class Output:
         writer.writerow(COLUMNS)
         writer.writerows((r.student, r.chapter, r.exercise, f"{r.points:g}", r.max_points, r.feedback) for r in rows)
         self.write(self.root / "grades.csv", buffer.getvalue())
+        self.write(self.root / "summary.md", summary.markdown(rows))
         return rows
 
 

@@ -171,6 +171,22 @@ def test_each_submission_gets_exactly_its_points(graded, student):
     assert got == tuple(float(p) for p in SUBMISSIONS[student][1]), feedback
 
 
+def test_the_class_summary_adds_up_the_rows_of_grades_csv(graded):
+    folder, rows = graded
+    page = (folder / "summary.md").read_text(encoding="utf-8")
+    students, exercises = page.split("## Students, best first")[1].split("## Exercises")
+    table = [line.strip("|").split(" | ") for line in students.splitlines() if line.startswith("| ")][1:]
+    totals = {s: sum(float(r["points"]) for r in rows if r["student"] == s) for s in SUBMISSIONS}
+    assert {cells[0].strip(): float(cells[-1]) for cells in table} == totals
+    assert [float(cells[-1]) for cells in table] == sorted(totals.values(), reverse=True)
+    for exercise in ("90.1", "90.2", "90.3"):
+        mine = [r for r in rows if r["exercise"] == exercise]
+        points = [float(r["points"]) for r in mine]
+        full = sum(float(r["points"]) == float(r["max_points"]) for r in mine)
+        assert f"| {exercise} | {mine[0]['max_points']} | {sum(points) / len(points):.2f} | {full} | " \
+               f"{points.count(0.0)} | " in exercises
+
+
 def test_feedback_says_what_went_wrong_without_the_expected_value(graded):
     folder, rows = graded
     feedback = {s: (folder / s / "feedback.md").read_text(encoding="utf-8") for s in SUBMISSIONS}

@@ -1,0 +1,89 @@
+"""The class at a glance (OUT/summary.md): each student's total per chapter, and how the class did on each exercise.
+
+Written beside grades.csv after every student, from the same rows, so that an instructor sees who
+needs help and which exercise the class missed without opening a spreadsheet or reading code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from statistics import mean, median
+from typing import Protocol
+
+
+class GradeRow(Protocol):
+    """What a line of grades.csv holds (kit.grade.Row)."""
+
+    student: str
+    chapter: str
+    exercise: str
+    points: float
+    max_points: int
+    feedback: str
+
+
+def cell(text: object, limit: int = 80) -> str:
+    """Text safe inside a Markdown table cell: one line, no pipes or markup, at most `limit` characters.
+
+    >>> cell("a | b\\n<script>`x`")
+    'a / b &lt;script&gt;x'
+    """
+    flat = " ".join(str(text).split()).replace("|", "/").replace("`", "")
+    flat = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    flat = re.sub(r"([\\*_\[\]])", r"\\\1", flat)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _students(rows: list[GradeRow], chapters: list[str]) -> list[str]:
+    totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    maxima: dict[str, int] = defaultdict(int)
+    for r in rows:
+        totals[r.student][r.chapter] += r.points
+    for r in rows:
+        if r.student == rows[0].student:
+            maxima[r.chapter] += r.max_points
+    most = sum(maxima.values())
+    columns = " | ".join(f"ch. {int(c)} (of {maxima[c]})" for c in chapters)
+    lines = [f"| student | {columns} | total (of {most}) |", "|---|" + "---:|" * (len(chapters) + 1)]
+    for student in sorted(totals, key=lambda s: (-sum(totals[s].values()), s)):
+        got = totals[student]
+        lines.append(f"| {cell(student, 40)} | " + " | ".join(f"{got[c]:g}" for c in chapters)
+                     + f" | {sum(got.values()):g} |")
+    return lines
+
+
+def _exercises(rows: list[GradeRow]) -> list[str]:
+    by_exercise: dict[tuple[str, str], list[GradeRow]] = defaultdict(list)
+    for r in rows:
+        by_exercise[(r.chapter, r.exercise)].append(r)
+    lines = ["| exercise | points | mean | full marks | none | most common feedback below full marks |",
+             "|---|---:|---:|---:|---:|---|"]
+    for (_, exercise), group in sorted(by_exercise.items(), key=lambda kv: [int(p) for p in kv[0][1].split(".")]):
+        top = group[0].max_points
+        misses = Counter(r.feedback for r in group if r.points < r.max_points).most_common(1)
+        common = f"{cell(misses[0][0])} ({misses[0][1]})" if misses else ""
+        full, none = sum(r.points >= r.max_points for r in group), sum(r.points == 0 for r in group)
+        lines.append(f"| {exercise} | {top} | {mean(r.points for r in group):.2f} | {full} | {none} | {common} |")
+    return lines
+
+
+def markdown(rows: list[GradeRow]) -> str:
+    """The summary page for these rows (every student graded on the same chapters).
+
+    >>> from types import SimpleNamespace as R
+    >>> page = markdown([R(student="ann", chapter="01", exercise="1.1", points=2, max_points=2, feedback="full marks"),
+    ...                  R(student="bo", chapter="01", exercise="1.1", points=0, max_points=2, feedback="not run")])
+    >>> "| 1.1 | 2 | 1.00 | 1 | 1 | not run (1) |" in page and "| ann | 2 | 2 |" in page
+    True
+    """
+    if not rows:
+        return "# Class summary\n\nNo student was graded.\n"
+    chapters = sorted({r.chapter for r in rows})
+    totals = [sum(r.points for r in rows if r.student == s) for s in {r.student for r in rows}]
+    head = ["# Class summary", "",
+            f"{len(totals)} students, chapter(s) {', '.join(str(int(c)) for c in chapters)}: "
+            f"median {median(totals):g} points, mean {mean(totals):.1f}. Each student's feedback, with the reason "
+            "for every lost point, is in `<student>/feedback.md`; every row is in `grades.csv`.", "",
+            "## Students, best first", ""]
+    return "\n".join(head + _students(rows, chapters) + ["", "## Exercises", ""] + _exercises(rows)) + "\n"
