@@ -49,7 +49,7 @@ NETNS := $(shell unshare -n true >/dev/null 2>&1 && echo yes || echo no)
 PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--disable-socket --allow-unix-socket --allow-hosts=127.0.0.1,::1,localhost \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
-	--doctest-modules src/ragcourse tests notebooks
+	--doctest-modules src/ragcourse kit tests notebooks
 
 .PHONY: help install corpus mathjax book pdf test lint reproduce bench timings reranker judge answers llm-breaks screenshots clean student grade
 
