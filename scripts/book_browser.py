@@ -158,6 +158,7 @@ class Visit:
     placeholders: list[str] = field(default_factory=list)
     broken: list[str] = field(default_factory=list)
     offscreen: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
     @property
     def outside(self) -> list[str]:
@@ -182,6 +183,26 @@ def pages(html: Path = HTML) -> list[str]:
     skip = {"_static", "mathjax", "_sources", "_images"}
     found = (p for p in html.rglob("*.html") if not skip & set(p.relative_to(html).parts))
     return sorted(str(p.relative_to(html)) for p in found if not _is_redirect(p))
+
+
+def _errors(events: list[dict]) -> list[str]:
+    """What the page's scripts threw or logged as errors, and the local files it failed to load (a request
+    to another host is reported by `Visit.outside`, not here)."""
+    urls = {e["params"]["requestId"]: e["params"]["request"]["url"] for e in events
+            if e.get("method") == "Network.requestWillBeSent"}
+    found = []
+    for event in events:
+        method, params = event.get("method"), event.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            details = params["exceptionDetails"]
+            found.append(details.get("exception", {}).get("description") or details.get("text", "exception"))
+        elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            found.append("console: " + " ".join(str(a.get("value", a.get("description", ""))) for a in params["args"]))
+        elif method == "Network.loadingFailed":
+            url = urlsplit(urls.get(params.get("requestId"), ""))
+            if url.scheme == "file" and not url.hostname:
+                found.append(f"failed to load {url.path} ({params.get('errorText')})")
+    return found
 
 
 class Chromium:
@@ -287,6 +308,7 @@ class Chromium:
         visit.column, visit.overflow = tuple(found["column"]), found["overflow"]
         visit.raw, visit.placeholders = found["raw"], found["placeholders"]
         visit.broken, visit.offscreen = found["broken"], found["offscreen"]
+        visit.errors = _errors(self.events)
         return visit
 
     def screenshot(self, page: str, out: Path, html: Path = HTML, max_height: int = 16_000) -> Path:

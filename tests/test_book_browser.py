@@ -94,6 +94,12 @@ def test_no_raw_role_or_glue_placeholder_is_left(visits, page):
 
 
 @pytest.mark.parametrize("page", PAGES)
+def test_no_script_fails_and_every_local_file_loads(visits, page):
+    visit = visits(page)
+    assert not visit.errors, f"{page}: {visit.errors}"
+
+
+@pytest.mark.parametrize("page", PAGES)
 def test_the_page_requests_nothing_from_another_host(visits, page):
     visit = visits(page)
     assert visit.requests, f"{page}: no request recorded at all, so this check saw nothing"
@@ -123,6 +129,8 @@ answered_without_needle wrongly_refused ood_refused answered_with_needle bluffed
 <p>fits</p><pre>a long line of typed code that scrolls {glue:text} inside its own box, which is fine ......</pre>
 <div class="cell_output"><pre>&lt;Figure size 640x480 with 1 Axes&gt;</pre></div>
 <img src="https://example.invalid/logo.png" alt=""><script src="//cdn.example.invalid/x.js"></script>
+<script>const twice = 1;</script><script>const twice = 2;</script><script>console.error("a logged error")</script>
+<link rel="stylesheet" href="missing.css">
 </article></body></html>"""
 
 
@@ -138,6 +146,9 @@ def test_the_checks_catch_a_faulty_page(tmp_path):
     assert visit.placeholders == ["<Figure size 640x480 with 1 Axes>"], visit.placeholders
     expected = ["file://cdn.example.invalid/x.js", "https://example.invalid/logo.png"]
     assert sorted(visit.outside) == expected, visit.outside
+    errors = " / ".join(visit.errors)
+    assert len(visit.errors) == 3 and "'twice' has already been declared" in errors, visit.errors
+    assert "console: a logged error" in errors and "missing.css (net::ERR_FILE_NOT_FOUND)" in errors, visit.errors
 
 
 NARROW_PAGE = """<!doctype html><html><head><style>
