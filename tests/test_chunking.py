@@ -246,6 +246,19 @@ def test_empty_and_blank_documents():
         ]
 
 
+def test_characters_are_code_points_and_only_newline_starts_a_heading():
+    """Two deviations from the original's TypeScript, as the module docstring lists them.
+
+    Run under node, the original splits the first document at "🙂" * 300 + "." (602 UTF-16 code units) into
+    (5, 306) and (308, 408), and reads "## B" after a lone "\\r" or U+2028 as a second section.
+    """
+    astral = Document("d", "D", "## E\n" + "\U0001F642" * 300 + ".\n\n" + "a" * 100)
+    assert [(c.start, c.end) for c in chunk(astral, "E", target=512, overlap=0)] == [(5, 408)]
+    for line_break in ("\r", "\u2028"):
+        chunks = chunk(Document("d", "D", f"## A\nx{line_break}## B\ny"), "E")
+        assert [(c.section, c.start, c.end) for c in chunks] == [("A", 5, 13)]
+
+
 def test_crlf_paragraphs_split_like_lf():
     lf = "## S\nFirst line\nsecond line.\n\nOther paragraph here.\n"
     crlf = lf.replace("\n", "\r\n")

@@ -236,6 +236,19 @@ def test_evaluate_bad_input():
         evaluate(RANKINGS_A, QUERIES, ks=())
 
 
+def test_a_repeated_query_id_is_refused_not_counted_twice():
+    """Rankings are keyed by query id, so a repeated id would score one ranking twice (against two needles)."""
+    repeated = [*QUERIES, FakeQuery("q1-doc", "gamma delta", "doc")]
+    with pytest.raises(ValueError, match=r"queries: query ids \['q1-doc'\] occur more than once"):
+        evaluate(RANKINGS_A, repeated)
+    with pytest.raises(ValueError, match=r"query ids \['q1-doc'\] occur more than once"):
+        from_ranks({"q1-doc": 1, "q1-ticket": None, "q2-doc": 2}, repeated)
+    a = evaluate(RANKINGS_A, QUERIES, ks=(1,))
+    doubled = pd.concat([a, a.iloc[:1]], ignore_index=True)
+    with pytest.raises(ValueError, match=r"per_query_b: query ids \['q1-doc'\]"):
+        compare(a, doubled, "hit@1")
+
+
 def test_summarize():
     table = summarize(evaluate(RANKINGS_A, QUERIES, ks=(1, 8)), "A")
     assert list(table.columns) == ["label", "metric", "value", "hits", "n", "low", "high"]

@@ -28,7 +28,12 @@ as a test oracle), with these deliberate deviations:
   a section);
 - "\\r\\n" counts as one line break, so CRLF documents split into paragraphs like LF ones;
 - "whitespace" is Python's (`str.strip`, `\\s`), not JavaScript's; the two differ only on rare
-  control and format characters.
+  control and format characters;
+- lengths and offsets count Python characters (code points), not JavaScript's UTF-16 code units: a
+  character outside the Basic Multilingual Plane (most emoji) counts 1 here and 2 there, which can
+  move a cut (Devanagari, Telugu and combining marks count the same in both);
+- only "\\n" starts a line for a `## ` heading; the original's multiline `^` also starts one after a
+  lone "\\r", U+2028 or U+2029.
 
 Left out: token-based budgets (the budget is characters), nested section paths (`### ` lines are
 ordinary paragraph text), semantic or model-based chunking.

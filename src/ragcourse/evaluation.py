@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -183,6 +184,19 @@ def evaluate(
     return from_ranks({q.id: first_hit_rank(rankings[q.id], q.needle) for q in queries}, queries, ks)
 
 
+def _check_unique(query_ids: Iterable[str], where: str) -> None:
+    """ValueError naming the query ids that occur more than once (a repeated query would be counted twice).
+
+    >>> _check_unique(["q1/doc", "q2/doc", "q1/doc"], "queries")
+    Traceback (most recent call last):
+    ...
+    ValueError: queries: query ids ['q1/doc'] occur more than once; each query must be scored once
+    """
+    repeated = [i for i, n in Counter(query_ids).items() if n > 1]
+    if repeated:
+        raise ValueError(f"{where}: query ids {repeated} occur more than once; each query must be scored once")
+
+
 def from_ranks(
     ranks: Mapping[str, int | None], queries: Iterable[Any], ks: Sequence[int] = KS
 ) -> pd.DataFrame:
@@ -191,6 +205,8 @@ def from_ranks(
         raise ValueError(f"ks={ks!r}: expected a non-empty sequence of integers >= 1")
     for i, k in enumerate(ks):
         check_k(k, f"ks[{i}]")
+    queries = list(queries)
+    _check_unique([q.id for q in queries], "queries")
     rows = []
     for q in queries:
         if q.id not in ranks:
@@ -266,6 +282,8 @@ def compare(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, metric: str) -
     valid = [*_hit_columns(per_query_a), "rr"]
     if metric not in valid or metric not in per_query_b.columns:
         raise ValueError(f"metric={metric!r}: expected one of {valid} present in both tables")
+    _check_unique(per_query_a["query"], "per_query_a")
+    _check_unique(per_query_b["query"], "per_query_b")
     a = per_query_a.set_index("query")[metric]
     b = per_query_b.set_index("query")[metric]
     if set(a.index) != set(b.index) or len(a) != len(b):
