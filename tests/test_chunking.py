@@ -196,10 +196,21 @@ def test_unknown_strategy_lists_valid_letters():
         chunk_corpus([HAND], "e")
 
 
+@pytest.mark.parametrize("strategy", ["B", "D", "F"])
 @pytest.mark.parametrize(("target", "overlap"), [(0, 0), (-5, 0), (12, -1), (12, 12), (12, 13)])
-def test_bad_budget(target, overlap):
+def test_bad_budget(strategy, target, overlap):
     with pytest.raises(ValueError, match=str(target) if target <= 0 else str(overlap)):
-        chunk(HAND, "C", target=target, overlap=overlap)
+        chunk(HAND, strategy, target=target, overlap=overlap)
+
+
+@pytest.mark.parametrize("strategy", ["A", "C", "E"])
+def test_a_strategy_without_overlap_ignores_it_but_refuses_a_negative_one(strategy):
+    # The default overlap (64) is over a small target; A, C and E never copy it, so it cannot matter.
+    assert chunk(HAND, strategy, target=12) == chunk(HAND, strategy, target=12, overlap=0)
+    with pytest.raises(ValueError, match="-1"):
+        chunk(HAND, strategy, target=12, overlap=-1)
+    with pytest.raises(ValueError, match="target"):
+        chunk(HAND, strategy, target=0)
 
 
 def test_strategy_table():

@@ -218,10 +218,10 @@ def strategy_for(letter: str) -> Strategy:
     return STRATEGIES[letter]
 
 
-def _check_budget(target: int, overlap: int) -> None:
+def _check_budget(target: int, overlap: int, uses_overlap: bool) -> None:
     if target <= 0:
         raise ValueError(f"target must be a positive number of characters, got {target!r}")
-    if overlap < 0 or overlap >= target:
+    if overlap < 0 or (uses_overlap and overlap >= target):
         raise ValueError(f"overlap must satisfy 0 <= overlap < target={target}, got {overlap!r}")
 
 
@@ -239,13 +239,14 @@ def chunk(
 ) -> list[Chunk]:
     """Chunk one document with strategy `strategy` (a letter of STRATEGIES).
 
-    `0 <= overlap < target` is required for every strategy, also those that ignore `overlap`.
+    `overlap` must not be negative and, for the strategies that copy it (B, D, F), below `target`;
+    the others ignore it, so `chunk(doc, "E", target=40)` needs no `overlap=0`.
 
     Example: `chunk(Document("d", "Doc", "## S\\nHello."))` -> one Chunk with section "S",
     start 5, end 11, content "Hello." and text "[Doc > S]\\nHello.".
     """
     spec = strategy_for(strategy)
-    _check_budget(target, overlap)
+    _check_budget(target, overlap, spec.overlap)
     out: list[Chunk] = []
     previous: Chunk | None = None
     for i, (title, (s, e)) in enumerate(_titled_spans(document.text, spec.cutter, target)):
