@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import io
 import json
 import math
@@ -44,6 +45,9 @@ MAX_NOTEBOOK = 64 << 20  # bytes: a notebook with its outputs; a bigger file is 
 MAX_FEEDBACK = 500
 DEFAULT_LIMITS = Limits()
 UNSAFE_NOTE = "graded WITHOUT a sandbox (--unsafe): the grader did not isolate this notebook"
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")  # a spreadsheet reads such a cell as a formula (OWASP)
+MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;", "&": "&amp;"}
+RESERVED = ("grades.csv", "summary.md", ".rows")  # names in OUT that no student's feedback folder may take
 
 __all__ = ["COLUMNS", "Kernel", "Limits", "Row", "Run", "grade_dir", "grade_notebook", "load_checks", "main"]
 
@@ -179,6 +183,33 @@ class Chapter:
         return min(float(most), max(0.0, float(points))), _bounded(feedback)
 
 
+def shown(name: str) -> str:
+    r"""A name a student chose, as one printable line: a newline, an escape or an undecodable byte spelled out.
+
+    >>> shown("a\nb\x1b[2J\udcff")
+    'a\\nb\\x1b[2J\\udcff'
+    """
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(name))
+
+
+def csv_cell(text: str) -> str:
+    """A grades.csv cell a spreadsheet shows as text: one that would start a formula gets a leading '.
+
+    >>> csv_cell("=HYPERLINK(1)"), csv_cell(" -1+1"), csv_cell("full marks")
+    ("'=HYPERLINK(1)", "' -1+1", 'full marks')
+    """
+    return "'" + text if text.lstrip(" ")[:1] in FORMULA_START and text.strip(" ") else text
+
+
+def md(text: str) -> str:
+    r"""Text a student controls, for feedback.md: one line, no HTML, no link, nothing that breaks a table.
+
+    >>> md("a|b <script> [x](y)\n")
+    'a\\|b &lt;script&gt; \\[x\\](y)\\\\n'
+    """
+    return "".join(MD_ESCAPES.get(ch, ch) for ch in shown(text))
+
+
 def _tagged(cell, token: str) -> dict | None:
     text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
     for line in text.splitlines():
@@ -271,17 +302,26 @@ def student_folders(submissions: Path) -> tuple[list[Path], list[str]]:
     return sorted(folders), sorted(p.name for p in skipped)
 
 
-def grade_student(folder: Path, chapters: dict[str, Chapter], limits: Limits, unsafe: bool) -> tuple[list[Row], str]:
-    """Rows for one student's chapters, and the markdown of their feedback file."""
-    student, rows = folder.name, []
-    lines = [f"# Feedback for {student}", ""]
-    with os.scandir(folder) as entries:
-        submitted = sorted(Path(e.path) for e in entries if e.name.endswith(".ipynb"))
+def _submitted(folder: Path) -> list[Path]:
+    """The .ipynb entries of a student's folder, by name ([] when it cannot be listed)."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(Path(e.path) for e in entries if e.name.endswith(".ipynb"))
+    except OSError:
+        return []
+
+
+def grade_student(folder: Path, chapters: dict[str, Chapter], limits: Limits,
+                  unsafe: bool) -> tuple[list[Row], dict[str, str]]:
+    """Rows for one student's chapters, and their feedback: {chapter: markdown section, "": what was not graded}."""
+    student, rows, sections = shown(folder.name), [], {}
+    submitted = _submitted(folder)
     stray = [p.name for p in submitted if chapter_of(p) not in chapters]
     if stray:
-        lines += [f"Not graded (the name does not start with an assigned chapter number): {', '.join(stray)}", ""]
+        sections[""] = f"Not graded (the name does not start with an assigned chapter number): {md(', '.join(stray))}\n"
     for number, chapter in chapters.items():
-        mine = [p for p in submitted if chapter_of(p) == number]
+        # the reference's own file name first ("90-x.ipynb" before a stale "90-x copy.ipynb"), then by name
+        mine = sorted((p for p in submitted if chapter_of(p) == number), key=lambda p: p.name != chapter.reference.name)
         run = Run(notes=[UNSAFE_NOTE] if unsafe else [])
         if not mine:
             scores = {ex: (0.0, "no notebook submitted") for ex in chapter.checks}
@@ -290,35 +330,39 @@ def grade_student(folder: Path, chapters: dict[str, Chapter], limits: Limits, un
                 scores, run = grade_submission(read_regular(mine[0]), chapter, limits, unsafe)
             except ValueError as err:
                 run.notes.append(str(err))
-                scores = {ex: (0.0, f"not graded: {err}") for ex in chapter.checks}
+                scores = {ex: (0.0, f"not graded: {_bounded(err)}") for ex in chapter.checks}
             if len(mine) > 1:
                 run.notes.insert(0, f"several notebooks for chapter {number}; graded {mine[0].name}")
         chapter_rows = [Row(student, number, ex, points, chapter.maxima[ex], feedback)
                         for ex, (points, feedback) in sorted(scores.items(), key=lambda kv: exercise_key(kv[0]))]
         rows += chapter_rows
-        lines += _feedback_section(number, mine[0].name if mine else None, chapter_rows, run)
-    return rows, "\n".join(lines) + "\n"
+        sections[number] = "\n".join(_feedback_section(number, mine[0].name if mine else None, chapter_rows, run))
+    return rows, sections
 
 
-def _failed_student(folder: Path, chapters: dict[str, Chapter], err: BaseException) -> tuple[list[Row], str]:
+def _failed_student(folder: Path, chapters: dict[str, Chapter], err: BaseException) -> tuple[list[Row], dict]:
     why = _bounded(f"not graded: the grader failed on this submission ({type(err).__name__}: {err})", 300)
-    rows = [Row(folder.name, n, ex, 0.0, c.maxima[ex], why) for n, c in chapters.items()
+    rows = [Row(shown(folder.name), n, ex, 0.0, c.maxima[ex], why) for n, c in chapters.items()
             for ex in sorted(c.checks, key=exercise_key)]
-    return rows, f"# Feedback for {folder.name}\n\n{why}\n"
+    return rows, {n: f"## Chapter {int(n)}\n\n{md(why)}\n" for n in chapters}
 
 
 def _feedback_section(chapter: str, name: str | None, rows: list[Row], run: Run) -> list[str]:
     got, most = sum(r.points for r in rows), sum(r.max_points for r in rows)
-    lines = [f"## Chapter {int(chapter)}" + (f" ({name})" if name else ""), "",
+    lines = [f"## Chapter {int(chapter)}" + (f" ({md(name)})" if name else ""), "",
              f"**{got:g} of {most} points.**", "", "| exercise | points | feedback |", "|---|---|---|"]
-    lines += [f"| {r.exercise} | {r.points:g} / {r.max_points} | {r.feedback.replace('|', '/')} |" for r in rows]
+    lines += [f"| {r.exercise} | {r.points:g} / {r.max_points} | {md(r.feedback)} |" for r in rows]
     if run.notes:
-        lines += ["", "While running your notebook:", ""] + [f"- {note}" for note in run.notes]
+        lines += ["", "While running your notebook:", ""] + [f"- {md(note)}" for note in run.notes]
     return lines + [""]
 
 
 class Output:
-    """The output folder: a real folder outside SUBMISSIONS, written file by file, atomically, never through a link."""
+    """The output folder: a real folder outside SUBMISSIONS, written file by file, atomically, never through a link.
+
+    Each student's rows and feedback are kept per chapter in OUT/.rows/ (file names from a hash of the
+    folder's name, so any name fits); grading a student's chapter again replaces that chapter's rows only.
+    """
 
     def __init__(self, out: Path, submissions: Path):
         out, submissions = out.absolute(), submissions.resolve()
@@ -328,7 +372,11 @@ class Output:
             raise ValueError(f"the output folder {out} is a link or not a folder")
         out.mkdir(parents=True, exist_ok=True)
         self.root = out
+        # a student folder named like grades.csv, or like SUBMISSIONS itself when it lies inside OUT, gets another
+        inside = submissions.relative_to(out.resolve()).parts[:1] if out.resolve() in submissions.parents else ()
+        self.reserved = {n.lower() for n in (*RESERVED, *inside)}
         self.rows = self._folder(out / ".rows")
+        self.earlier = {p.name for p in self.rows.glob("*.json")}
 
     def _folder(self, path: Path) -> Path:
         if path.is_symlink() or (path.exists() and not path.is_dir()):
@@ -339,27 +387,45 @@ class Output:
     def write(self, path: Path, text: str) -> None:
         """Write `text` to `path` by a rename (a link already there is replaced, never followed)."""
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as handle:
             handle.write(text)
         os.replace(tmp, path)
 
-    def student(self, name: str, rows: list[Row], feedback: str) -> None:
-        """One student's feedback file and rows, as soon as they are graded."""
-        self.write(self._folder(self.root / name) / "feedback.md", feedback)
-        self.write(self.rows / f"{name}.json", json.dumps([r.__dict__ for r in rows]))
+    def feedback_folder(self, name: str) -> Path:
+        """OUT/<name>, or OUT/<name> (student) for a name the output itself uses."""
+        return self.root / (f"{name} (student)" if name.lower() in self.reserved else name)
+
+    def student(self, name: str, rows: list[Row], sections: dict[str, str]) -> None:
+        """One student's rows and feedback file, as soon as they are graded."""
+        key = hashlib.sha256(os.fsencode(name)).hexdigest()[:32]
+        for chapter, text in sections.items():
+            if chapter:
+                mine = [r.__dict__ for r in rows if r.chapter == chapter]
+                self.write(self.rows / f"{key}-{chapter}.json", json.dumps({"rows": mine, "feedback": text}))
+                self.earlier.discard(f"{key}-{chapter}.json")
+        kept = [json.loads(p.read_text(encoding="utf-8"))["feedback"] for p in sorted(self.rows.glob(f"{key}-*.json"))]
+        text = "\n".join([f"# Feedback for {md(name)}\n", *([sections[""]] if "" in sections else []), *kept])
+        self.write(self._folder(self.feedback_folder(name)) / "feedback.md", text)
 
     def merge(self) -> list[Row]:
-        """grades.csv and summary.md from every student's rows written so far, in student order."""
+        """grades.csv and summary.md from every student's rows written so far, by student, chapter and exercise."""
         rows = []
-        for path in sorted(self.rows.glob("*.json")):
-            rows += [Row(**r) for r in json.loads(path.read_text(encoding="utf-8"))]
+        for path in self.rows.glob("*.json"):
+            rows += [Row(**r) for r in json.loads(path.read_text(encoding="utf-8"))["rows"]]
+        rows.sort(key=lambda r: (r.student, r.chapter, exercise_key(r.exercise)))
         buffer = io.StringIO()
         writer = csv.writer(buffer)
         writer.writerow(COLUMNS)
-        writer.writerows((r.student, r.chapter, r.exercise, f"{r.points:g}", r.max_points, r.feedback) for r in rows)
+        writer.writerows((csv_cell(r.student), r.chapter, r.exercise, f"{r.points:g}", r.max_points,
+                          csv_cell(r.feedback)) for r in rows)
         self.write(self.root / "grades.csv", buffer.getvalue())
         self.write(self.root / "summary.md", summary.markdown(rows))
         return rows
+
+
+def _chapters_submitted(students: list[Path], checks_dir: Path) -> list[str]:
+    found = {chapter_of(p) for s in students for p in _submitted(s)} - {None}
+    return sorted(c for c in found if (checks_dir / f"ch{c}.py").exists())
 
 
 def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limits = DEFAULT_LIMITS,
@@ -369,26 +435,27 @@ def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limi
     output = Output(out or submissions.parent / f"{submissions.name}-graded", submissions)
     students, skipped = student_folders(submissions)
     if skipped:
-        log(f">> not graded (not a real folder): {', '.join(skipped)}")
-    if chapters is None:
-        found = {chapter_of(Path(n)) for s in students for n in os.listdir(s)} - {None}
-        chapters = sorted(c for c in found if (checks_dir / f"ch{c}.py").exists())
+        log(f">> not graded (not a real folder): {shown(', '.join(skipped))}")
+    hidden = sorted(n for n in os.listdir(submissions) if n.startswith("."))
+    if hidden:
+        log(f">> not graded (hidden, no row in grades.csv): {shown(', '.join(hidden))}")
+    chapters = _chapters_submitted(students, checks_dir) if chapters is None else chapters
     missing = [c for c in chapters if not (checks_dir / f"ch{c}.py").exists()]
     if missing:
         raise ValueError(f"no hidden checks for chapter(s) {missing}; have: "
                          f"{sorted(p.stem[2:] for p in checks_dir.glob('ch[0-9][0-9].py'))}")
     open_chapters = {c: Chapter(c, checks_dir / f"ch{c}.py", _reference(checks_dir / f"ch{c}.py", reference),
                                 limits, unsafe) for c in chapters}
+    not_a_folder = ValueError("not a real folder (a link is not followed)")
     for name in skipped:  # a link or a file where a student's folder should be: that student's row says so
-        fake = Path(name)
-        rows, feedback = _failed_student(fake, open_chapters, ValueError("not a real folder (a link is not followed)"))
+        rows, feedback = _failed_student(Path(name), open_chapters, not_a_folder)
         output.student(name, rows, feedback)
     try:
         for chapter in open_chapters.values():
             log(f">> chapter {chapter.chapter}: running the reference {chapter.reference.name} for the checks")
             chapter.start()
         for student in students:
-            log(f">> grading {student.name}: chapter(s) {', '.join(chapters)} (variant {variant()})")
+            log(f">> grading {shown(student.name)}: chapter(s) {', '.join(chapters)} (variant {variant()})")
             try:
                 rows, feedback = grade_student(student, open_chapters, limits, unsafe)
             except Exception as err:  # noqa: BLE001 - one bad submission costs one student
@@ -398,6 +465,9 @@ def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limi
     finally:
         for chapter in open_chapters.values():
             chapter.close()
+    if output.earlier:
+        log(f">> {len(output.earlier)} chapter(s) of students graded by an earlier run into {output.root} are kept "
+            "in grades.csv (delete OUT/.rows to start afresh)")
     return output.merge()
 
 

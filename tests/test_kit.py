@@ -204,6 +204,63 @@ def test_feedback_says_what_went_wrong_without_the_expected_value(graded):
     assert not any(str(SQUARES_12) in r["feedback"] for r in rows)
 
 
+HOSTILE_NAMES = ['=HYPERLINK("http:x","y")', "+cmd", "@x", "-1+1", "\tTAB", "a|b", "a\nb", "\x1b[2Jclear",
+                 "<script>alert(1)<", "[x](http:evil)", "`tick`", "L" * 255, "grades.csv", "GRADES.CSV",
+                 "bad\udcff", "uni é 漢字"]
+
+
+def _output_rows(out: Path, submissions: Path, names: list[str], chapter: str, points: float):
+    from kit.grade import Output, Row
+
+    output = Output(out, submissions)
+    for name in names:
+        rows = [Row(grade_shown(name), chapter, f"{int(chapter)}.1", points, 2, "=1+1 <b>|x|</b>")]
+        output.student(name, rows, {chapter: f"## Chapter {int(chapter)}\n", "": "stray\n"})
+        output.merge()
+    return output.merge()
+
+
+def grade_shown(name: str) -> str:
+    from kit.grade import shown
+
+    return shown(name)
+
+
+def test_output_takes_any_folder_name_and_writes_safe_csv_and_markdown(tmp_path):
+    """A folder name or feedback a student controls never breaks the run, a spreadsheet or the feedback page."""
+    from kit.grade import csv_cell
+
+    rows = _output_rows(tmp_path / "out", tmp_path / "subs", HOSTILE_NAMES, "90", 2)
+    assert len(rows) == len(HOSTILE_NAMES)
+    with (tmp_path / "out" / "grades.csv").open(encoding="utf-8", newline="") as handle:
+        cells = [c for row in csv.reader(handle) for c in row]
+    assert {csv_cell(grade_shown(n)) for n in HOSTILE_NAMES} <= set(cells)
+    assert not [c for c in cells if c.lstrip(" ")[:1] in ("=", "+", "-", "@", "\t", "\r", "\n")]
+    assert (tmp_path / "out" / "grades.csv").is_file() and (tmp_path / "out" / "grades.csv (student)").is_dir()
+    for name in HOSTILE_NAMES:
+        folder = tmp_path / "out" / (f"{name} (student)" if name.lower() == "grades.csv" else name)
+        text = (folder / "feedback.md").read_text(encoding="utf-8")
+        assert text.startswith("# Feedback for ") and "## Chapter 90" in text, name
+        assert text.count("\n") == 5 and "<" not in text and "\x1b" not in text, text
+
+
+def test_output_regrading_replaces_a_chapter_and_keeps_the_others(tmp_path):
+    """Re-running into the same OUT: never a doubled row, never a silently lost chapter."""
+    out, subs = tmp_path / "out", tmp_path / "subs"
+    _output_rows(out, subs, ["ann", "bob"], "90", 1)
+    _output_rows(out, subs, ["ann"], "90", 2)  # ann's chapter 90 graded again
+    rows = _output_rows(out, subs, ["ann"], "91", 2)  # then another chapter
+    assert [(r.student, r.chapter, r.points) for r in rows] == [("ann", "90", 2), ("ann", "91", 2), ("bob", "90", 1)]
+    assert "## Chapter 90" in (out / "ann" / "feedback.md").read_text(encoding="utf-8")
+    from kit.grade import Output
+
+    with pytest.raises(ValueError, match="inside SUBMISSIONS"):
+        Output(subs / "ann" / "graded", subs)
+    (tmp_path / "link").symlink_to(out, target_is_directory=True)
+    with pytest.raises(ValueError, match="a link"):
+        Output(tmp_path / "link", subs)
+
+
 def test_the_grading_kernel_runs_the_tests_interpreter_and_versions(tmp_path):
     """Passes at home, fails when graded cannot happen: one environment, checked at both ends.
 
