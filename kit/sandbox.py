@@ -88,7 +88,8 @@ def bwrap_command(job_dir: Path, extra_ro: list[tuple[str, str]] = (), quota: Qu
         raise SandboxError("bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
     own_user = ["--unshare-user", "--uid", "65534", "--gid", "65534"] if _as_root() and not drop_to_nobody() else []
     cmd = [bwrap, "--unshare-all", "--die-with-parent", *own_user, "--new-session", "--proc", "/proc", "--dev", "/dev",
-           "--size", str(quota.tmp_size), "--tmpfs", "/tmp", "--dir", INSIDE_WORK, "--clearenv"]
+           "--size", str(quota.tmp_size), "--tmpfs", "/tmp", "--size", str(quota.tmp_size), "--tmpfs", "/dev/shm",
+           "--dir", INSIDE_WORK, "--clearenv"]
     for path in _system_paths():
         cmd += ["--ro-bind", path, path]
     src = package_root()
@@ -112,16 +113,40 @@ def bwrap_command(job_dir: Path, extra_ro: list[tuple[str, str]] = (), quota: Qu
             env[name] = os.environ[name]
     for name, value in env.items():
         cmd += ["--setenv", name, value]
+    # bwrap's own root and /dev are tmpfs without a size: read-only, so only /tmp and /dev/shm (both sized) take files
+    cmd += ["--remount-ro", "/dev", "--remount-ro", "/"]
     return cmd + ["--chdir", INSIDE_WORK, "--", sys.executable, "-I", f"{INSIDE_RUNNER}/runner.py"]
 
 
+def tasks_of(uid: int) -> int:
+    """Processes and threads whose real user is `uid` now: what the kernel's RLIMIT_NPROC counts."""
+    count = 0
+    for pid in os.listdir("/proc"):
+        try:
+            status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                          if ":" in line) if pid.isdigit() else {}
+        except OSError:
+            continue
+        if status and int(status["Uid"].split()[0]) == uid:
+            count += int(status.get("Threads", "1"))
+    return count
+
+
 def _limit(quota: Quota, drop: bool):
-    """The function run in the child before bwrap: limits, a session of its own, and `nobody` as root."""
+    """The function run in the child before bwrap: limits, a session of its own, and `nobody` as root.
+
+    RLIMIT_NPROC counts every process of the user, so the sandbox may start `quota.processes` more than
+    its user already runs (an instructor's browser must not leave a sandbox unable to start a kernel).
+    The sandbox is the OOM killer's first choice (oom_score_adj 1000), never the grader.
+    """
     user = pwd.getpwnam(NOBODY) if drop else None
+    processes = tasks_of(user.pw_uid if user else os.getuid()) + quota.processes
 
     def apply() -> None:
         os.setsid()
-        for kind, value in ((resource.RLIMIT_AS, quota.memory), (resource.RLIMIT_NPROC, quota.processes),
+        with open("/proc/self/oom_score_adj", "w") as handle:  # noqa: PTH123 - in the child, before exec
+            handle.write("1000")
+        for kind, value in ((resource.RLIMIT_AS, quota.memory), (resource.RLIMIT_NPROC, processes),
                             (resource.RLIMIT_FSIZE, quota.file_size), (resource.RLIMIT_NOFILE, quota.open_files),
                             (resource.RLIMIT_CPU, quota.cpu), (resource.RLIMIT_CORE, 0)):
             resource.setrlimit(kind, (value, value))
