@@ -24,7 +24,7 @@ MAX_FEEDBACK = 500
 class Checker:
     """One chapter's checks over one reference namespace; `student` then `run` per exercise."""
 
-    def __init__(self, checks_path: str, context: dict, answer_names: list[str]):
+    def __init__(self, checks_path: str, context: dict, answer_names: list[str], exchange: str | None = None):
         path = Path(checks_path)
         self.checks: dict[str, Hidden] = load(path.read_text(encoding="utf-8"), path.name)
         self.answer_names = set(answer_names)
@@ -35,7 +35,8 @@ class Checker:
         self.unsafe, self.seconds = False, 300.0
         # Files a check writes as a function's inputs (tempfile, during `run`) go here; the function's sandbox
         # sees this folder read-only, and nothing else of the checker's.
-        self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
+        # The grader makes (and removes) this folder when it gives one.
+        self.exchange = Path(exchange) if exchange else Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
         self.exchange.chmod(0o755)
 
     def student(self, job_path: str) -> None:

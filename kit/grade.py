@@ -121,6 +121,7 @@ class Chapter:
         self.names = answer_names(self.nb)
         self.kernel = None
         self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-"))
+        self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
 
     def start(self) -> None:
         """Start the checker kernel and run the reference chapter in it."""
@@ -135,7 +136,8 @@ class Chapter:
         setup = nbformat.v4.new_code_cell(
             f"import sys as _kit_sys\n_kit_sys.path[:0] = [{str(ROOT)!r}]\n"
             "from kit.checker import Checker as _KitChecker\n"
-            f"_kit_checker = _KitChecker({str(self.checks_path)!r}, dict(globals()), {self.names!r})\n")
+            f"_kit_checker = _KitChecker({str(self.checks_path)!r}, dict(globals()), {self.names!r}, "
+            f"{str(self.exchange)!r})\n")
         if self.kernel.execute(setup, 0, 600, run) is not None:
             raise RuntimeError(f"the checks of chapter {self.chapter} could not be loaded: {setup.outputs}")
 
@@ -145,6 +147,7 @@ class Chapter:
             self.kernel.__exit__(None, None, None)
             self.kernel = None
         shutil.rmtree(self.folder, ignore_errors=True)
+        shutil.rmtree(self.exchange, ignore_errors=True)
 
     def score(self, values: dict, functions: dict, run: Run) -> dict[str, tuple[float, str]]:
         """{exercise: (points, feedback)} for one student's exported answers (untrusted, checked here)."""
@@ -169,6 +172,7 @@ class Chapter:
                 run.alive = True
                 self.close()
                 self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-"))
+                self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
                 break
         if self.kernel is not None:
             self.kernel.execute(nbformat.v4.new_code_cell("_kit_checker.close()"), 0, 60, run)
@@ -232,6 +236,7 @@ def grade_submission(data: bytes, chapter: Chapter, limits: Limits, unsafe: bool
     """Scores {exercise: (points, feedback)} of one notebook's bytes, and notes on what happened."""
     run = Run(notes=[UNSAFE_NOTE] if unsafe else [])
     why_zero = {ex: (0.0, "") for ex in chapter.checks}
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark, from an editor that is not Jupyter
     try:
         nb = nbformat.reads(data.decode("utf-8"), as_version=4)
         sources = [c.source for c in nb.cells if c.cell_type == "code" and isinstance(c.source, str)]

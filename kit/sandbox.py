@@ -181,17 +181,23 @@ def drop_to_nobody() -> bool:
 SYSTEM_TMP = tempfile.gettempdir()
 
 
+def _hand_over(path: Path, mode: int) -> Path:
+    """`path` for the sandbox's user alone (`nobody` when the grader is root): no other local user reads a notebook."""
+    path.chmod(mode)
+    if drop_to_nobody():
+        user = pwd.getpwnam(NOBODY)
+        os.chown(path, user.pw_uid, user.pw_gid)
+    return path
+
+
 def _job_dir(prefix: str) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=SYSTEM_TMP))
-    folder.chmod(0o755)  # readable by `nobody`, who runs the sandbox when the grader is root
-    return folder
+    return _hand_over(Path(tempfile.mkdtemp(prefix=prefix, dir=SYSTEM_TMP)), 0o700)
 
 
 def _write_job(folder: Path, job: dict) -> Path:
     path = folder / "job.json"
     path.write_text(json.dumps(job), encoding="utf-8")
-    path.chmod(0o644)
-    return path
+    return _hand_over(path, 0o600)
 
 
 @cache
@@ -254,7 +260,7 @@ def _launch(mode: str, job: dict, unsafe: bool, quota: Quota, package: bool = Tr
     folder = _job_dir(f"ragcourse-{mode}-")
     for name, data in job.pop("files", {}).items():
         (folder / name).write_bytes(data)
-        (folder / name).chmod(0o644)
+        _hand_over(folder / name, 0o600)
     inside = str(folder) if unsafe else INSIDE_JOB
     job = {k: (v.replace("{job}", inside) if isinstance(v, str) else v) for k, v in job.items()}
     _write_job(folder, job)

@@ -11,6 +11,7 @@ import ast
 import copy
 import csv
 import os
+import pwd
 import subprocess
 import sys
 from pathlib import Path
@@ -124,6 +125,7 @@ SUBMISSIONS = {  # student -> (notebook, or None for no chapter-90 notebook; exp
     "h-student-edition": (lambda: student_edition(reference()), (0, 0, 0)),
     "i-not-a-notebook": ("{ this is not json", (0, 0, 0)),
     "j-nothing": (None, (0, 0, 0)),
+    "k-byte-order-mark": (lambda: b"\xef\xbb\xbf" + nbformat.writes(reference()).encode(), (2, 3, 1)),
     "z-reference": (reference, (2, 3, 1)),
 }
 
@@ -136,10 +138,13 @@ def graded(tmp_path_factory):
     for student, (make, _) in SUBMISSIONS.items():
         (folder / student).mkdir()
         target = folder / student / "90-synthetic.ipynb"
-        if isinstance(make, str):
-            target.write_text(make, encoding="utf-8")
-        elif make is not None:
-            nbformat.write(make(), target)
+        made = make() if callable(make) else make
+        if isinstance(made, str):
+            target.write_text(made, encoding="utf-8")
+        elif isinstance(made, bytes):
+            target.write_bytes(made)
+        elif made is not None:
+            nbformat.write(made, target)
     (folder / "j-nothing" / "notes.ipynb").write_text("{}", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]), "RAGCOURSE_VARIANT": "0"}
     cmd = [sys.executable, "-m", "kit.grade", str(folder), "--checks", str(FIXTURE_CHECKS), "--chapters", "90",
@@ -242,6 +247,28 @@ def test_output_takes_any_folder_name_and_writes_safe_csv_and_markdown(tmp_path)
         text = (folder / "feedback.md").read_text(encoding="utf-8")
         assert text.startswith("# Feedback for ") and "## Chapter 90" in text, name
         assert text.count("\n") == 5 and "<" not in text and "\x1b" not in text, text
+
+
+def test_a_chapter_removes_its_folders_and_sandbox_jobs_are_private():
+    """The exchange folder goes with its chapter; a job folder (a student's notebook) is the sandbox user's alone."""
+    from kit import sandbox
+    from kit.grade import Chapter
+
+    chapter = Chapter("90", FIXTURE_CHECKS / "ch90.py", FIXTURE, FAST, False)
+    folders = [chapter.folder, chapter.exchange]
+    assert all(f.is_dir() for f in folders)
+    chapter.close()
+    assert not any(f.exists() for f in folders)
+    job = sandbox._job_dir("ragcourse-test-")
+    try:
+        path = sandbox._write_job(job, {"x": 1})
+        assert (job.stat().st_mode & 0o777, path.stat().st_mode & 0o777) == (0o700, 0o600)
+        owner = pwd.getpwnam(sandbox.NOBODY).pw_uid if sandbox.drop_to_nobody() else os.getuid()
+        assert job.stat().st_uid == path.stat().st_uid == owner
+    finally:
+        import shutil
+
+        shutil.rmtree(job)
 
 
 def test_output_regrading_replaces_a_chapter_and_keeps_the_others(tmp_path):

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # kit/ is not installed: it is imported from the repository's root
 
 from kit import definitions, sandbox  # noqa: E402
+from kit.grade import FORMULA_START, csv_cell, shown  # noqa: E402
 from kit.student import student_edition  # noqa: E402
 from tests.test_kit import FIXTURE, FIXTURE_CHECKS, SQUARES_12, reference, submission  # noqa: E402
 
@@ -30,6 +31,32 @@ pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"no san
 MARKER = "kit-attack-marker"
 CHECK_FILE = FIXTURE_CHECKS / "ch90.py"
 CHECK_SECRET = "CLIP_CASES"  # a line of the check file that must never reach a student
+FORMULA = "=cmd|' /C calc'!A0"  # OWASP's CSV injection example
+INJECTS = f"""def clip(xs, low, high):
+    raise AssertionError("{FORMULA} <script>alert(1)</script> | [a link](http://x) ![img](http://x)")
+raise ValueError("{FORMULA}\\n| a | row |\\n<img src=x onerror=alert(1)>" + "B" * 10_000_000)
+"""
+EXHAUSTS = """import os, subprocess
+for place in ["/tmp/work", "/dev/shm", "/", "/dev", "/etc"]:
+    try:
+        with open(os.path.join(place, "fill"), "wb") as handle:
+            while True:
+                handle.write(bytes(1 << 20))
+    except OSError:
+        pass
+sleepers, handles = [], []
+try:
+    while len(sleepers) < 5000:
+        sleepers.append(subprocess.Popen(["sleep", "600"]))
+except OSError:
+    pass
+try:
+    while True:
+        handles.append(open("/dev/null"))
+except OSError:
+    for handle in handles:
+        handle.close()
+"""
 
 
 def hostile(first: str) -> nbformat.NotebookNode:
@@ -138,6 +165,13 @@ socket.create_connection(("1.1.1.1", 53), timeout=3)
         "j-folder-link": ("folder-link", (0, 0, 0)),
         "k-memory": (lambda: with_answers(hog), (2, 3, 1)),
         "l-network": (lambda: with_answers(net), (2, 3, 1)),
+        "m-injects": (lambda: submission(edits={"90.2": INJECTS}), (2, 0, 1)),
+        "n-exhausts": (lambda: with_answers(EXHAUSTS), (2, 3, 1)),
+        '=HYPERLINK("http:evil","x")': (reference, (2, 3, 1)),
+        "-1+1 | <b>x<b> [l](y)\n# title": (reference, (2, 3, 1)),
+        "o-\udcff-latin1": (reference, (2, 3, 1)),
+        "grades.csv": (reference, (2, 3, 1)),
+        "L" * 255: (reference, (2, 3, 1)),
         "z-honest": (reference, (2, 3, 1)),
     }
 
@@ -205,7 +239,7 @@ def test_every_student_gets_exactly_their_points(attacked):
     got = {}
     for row in attacked["rows"]:
         got.setdefault(row["student"], []).append(float(row["points"]))
-    expected = {s: [float(p) for p in points] for s, (_, points) in attacked["table"].items()}
+    expected = {csv_cell(shown(s)): [float(p) for p in points] for s, (_, points) in attacked["table"].items()}
     assert got == expected, {s: [r["feedback"] for r in attacked["rows"] if r["student"] == s] for s in got}
 
 
@@ -279,3 +313,71 @@ answer_why = json.dumps(seen)
     seen = json.loads(result["exported"]["values"]["answer_why"])
     assert seen["kit"] is False and seen["notebooks"] is False and seen["network"] is False
     assert seen["pids"] <= 4 and seen["uid"] != 0, seen
+
+
+def test_grades_and_feedback_are_safe_to_open_whatever_a_student_named_or_raised(attacked):
+    """No grades.csv cell starts a spreadsheet formula; no feedback.md carries HTML, a link or a broken table."""
+    out = attacked["out"]
+    with (out / "grades.csv").open(encoding="utf-8", newline="") as handle:
+        cells = [cell for row in csv.reader(handle) for cell in row]
+    assert not [c for c in cells if c.lstrip(" ")[:1] in FORMULA_START]
+    assert any(FORMULA in c for c in cells)  # the student's text is there, defused
+    pages = {p.parent.name: p.read_text(encoding="utf-8") for p in out.glob("*/feedback.md")}
+    assert len(pages) == len(attacked["table"])
+    for name, text in pages.items():
+        assert "<" not in text and "](" not in text.replace("\\](", ""), name
+        table = [line for line in text.splitlines() if line.startswith("| ")]
+        assert all(line.replace("\\|", "").count("|") == 4 for line in table), name
+        assert table or "not a real folder" in text, name
+    assert FORMULA.replace("|", "\\|") in pages["m-injects"] and len(pages["m-injects"]) < 20_000
+
+
+def test_the_sandbox_writes_only_to_its_sized_tmp_and_goes_first_when_memory_runs_out(tmp_path):
+    probe = """import os, resource
+info = {"oom": open("/proc/self/oom_score_adj").read().strip()}
+for place in ["/", "/dev", "/etc", "/opt", "/root", "/tmp/work", "/dev/shm"]:
+    written = 0
+    try:
+        with open(os.path.join(place, "fill"), "wb") as handle:
+            while written < 64 << 20:
+                handle.write(bytes(1 << 20))
+                written += 1 << 20
+    except OSError:
+        pass
+    info[place] = written >> 20
+"""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(probe)])
+    result = sandbox.run_notebook(nbformat.writes(nb).encode(), ["info"],
+                                  {"cell": 30, "notebook": 60, "check": 30, "grace": 10},
+                                  quota=sandbox.Quota(tmp_size=16 << 20))
+    info = dict(result["exported"]["values"]["info"]["v"])
+    assert info["oom"] == "1000"
+    assert [info[p] for p in ["/", "/dev", "/etc", "/opt", "/root"]] == [0] * 5, info
+    assert 8 <= info["/tmp/work"] <= 16 and 8 <= info["/dev/shm"] <= 16, info
+
+
+THREADS = """import threading, time
+for _ in range(300):
+    threading.Thread(target=time.sleep, args=(120,), daemon=True).start()
+print("up", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_sandbox_starts_while_its_user_already_runs_many_threads():
+    """RLIMIT_NPROC counts all of a user's processes: 300 threads elsewhere must not leave a sandbox unable to start."""
+    as_user = []
+    if os.geteuid() == 0:
+        if not sandbox.drop_to_nobody():
+            pytest.skip("the sandbox runs as root in its own user namespace, where no process count applies")
+        as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    helper = subprocess.Popen([*as_user, sys.executable, "-c", THREADS], stdout=subprocess.PIPE, text=True)
+    try:
+        assert helper.stdout.readline().strip() == "up"
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import threading\nanswer = 41 + 1")])
+        result = sandbox.run_notebook(nbformat.writes(nb).encode(), ["answer"],
+                                      {"cell": 30, "notebook": 60, "check": 30, "grace": 10})
+    finally:
+        helper.kill()
+        helper.wait()
+    assert (result.get("exported") or {}).get("values") == {"answer": 42}, result
