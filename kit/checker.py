@@ -42,15 +42,16 @@ class Checker:
     def student(self, job_path: str) -> None:
         """Load one student's answers (values as codec JSON, function sources) from the grader's job file."""
         self.close()
+        # Nothing of the previous student survives a failure below (their functions would be run for this one).
+        self.values, self.problems, self.functions = {}, [], {}
         job = json.loads(Path(job_path).read_text(encoding="utf-8"))
         self.unsafe, self.seconds = bool(job.get("unsafe")), float(job.get("check_seconds", 300))
-        self.values, self.problems = {}, []
         for name, data in job.get("values", {}).items():
             if name not in self.answer_names:
                 continue
             try:
                 self.values[name] = codec.decode(data)
-            except (ValueError, TypeError, KeyError, AttributeError, ImportError, RecursionError, OverflowError):
+            except Exception:  # noqa: BLE001 - MemoryError too: whatever the data, it is this answer's problem
                 self.problems.append(f"`{name}` could not be read back as data")
         self.functions = job.get("functions", {})
 

@@ -18,6 +18,7 @@ import json
 import math
 
 MAX_DEPTH = 40
+MAX_ARRAY_BYTES = 512 << 20  # an array decoded from a few bytes of JSON ("<U100000000" x 30) must not take 12 GB
 TAG = "$t"
 
 
@@ -173,7 +174,10 @@ def _ndarray(data, depth):
     if dtype.kind not in "biufUS":
         raise ValueError(f"array dtype {dtype}")
     shape = tuple(int(n) for n in data.get("shape", []))
-    return np.array(_items(data, depth), dtype=dtype).reshape(shape)
+    items = _items(data, depth)
+    if dtype.itemsize * max(1, len(items)) > MAX_ARRAY_BYTES:
+        raise ValueError(f"an array of {len(items)} x {dtype.itemsize} bytes: over {MAX_ARRAY_BYTES >> 20} MB")
+    return np.array(items, dtype=dtype).reshape(shape)
 
 
 def _npscalar(data, depth):

@@ -158,7 +158,10 @@ class Chapter:
                                    "check_seconds": self.limits.check}), encoding="utf-8")
         token = "kit" + secrets.token_hex(8)
         cell = nbformat.v4.new_code_cell(f"_kit_checker.student({str(job)!r})")
-        self.kernel.execute(cell, 0, 120, run)
+        if self.kernel.execute(cell, 0, 120, run) is not None:  # no check runs on another student's answers
+            run.notes.append("the answers could not be read back as data")
+            self._restart(run)
+            return {}
         scores = {}
         for exercise in sorted(self.checks, key=exercise_key):
             cell = nbformat.v4.new_code_cell(f"_kit_checker.run({exercise!r}, {token!r})")
@@ -169,15 +172,19 @@ class Chapter:
             elif outcome == "timeout":
                 scores[exercise] = (0.0, f"the check ran past its {self.limits.check:.0f} s limit")
             if not run.alive:  # the checker kernel died: start afresh for the next student
-                run.alive = True
-                self.close()
-                self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-"))
-                self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
+                self._restart(run)
                 break
         if self.kernel is not None:
             self.kernel.execute(nbformat.v4.new_code_cell("_kit_checker.close()"), 0, 60, run)
         job.unlink(missing_ok=True)
         return scores
+
+    def _restart(self, run: Run) -> None:
+        """A fresh checker kernel for the next student (started on demand)."""
+        run.alive = True
+        self.close()
+        self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-"))
+        self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
 
     def _checked(self, exercise: str, found: dict) -> tuple[float, str]:
         points, feedback = found.get("points"), found.get("feedback")

@@ -271,6 +271,31 @@ def test_a_chapter_removes_its_folders_and_sandbox_jobs_are_private():
         shutil.rmtree(job)
 
 
+def test_answers_that_cannot_be_decoded_leave_nothing_of_the_previous_student(tmp_path, monkeypatch):
+    """Data that blows up when decoded (12 GB from a few bytes, or any error) is that answer's problem; the
+    checker then holds this student's functions, never the previous student's."""
+    import json
+
+    from kit import checker, codec
+
+    huge = {"$t": "ndarray", "dtype": "<U100000000", "shape": [30], "v": ["a"] * 30}
+    with pytest.raises(ValueError, match="over 512 MB"):
+        codec.decode(huge)
+    names = ["answer_squares", "clip", "n_squares"]
+    kit_checker = checker.Checker(str(FIXTURE_CHECKS / "ch90.py"), {}, names, str(tmp_path))
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(json.dumps({"values": {"clip": {"$t": "function"}}, "functions": {"clip": ["def clip(): 1"]}}))
+    second.write_text(json.dumps({"values": {"clip": {"$t": "function"}, "n_squares": huge, "answer_squares": 1},
+                                  "functions": {}}))
+    kit_checker.student(str(first))
+    real = codec.decode
+    monkeypatch.setattr(codec, "decode", lambda data: (_ for _ in ()).throw(MemoryError) if data == 1 else real(data))
+    kit_checker.student(str(second))
+    assert kit_checker.functions == {} and "clip" in kit_checker.values
+    assert sorted(kit_checker.problems) == ["`answer_squares` could not be read back as data",
+                                    "`n_squares` could not be read back as data"]
+
+
 def test_output_regrading_replaces_a_chapter_and_keeps_the_others(tmp_path):
     """Re-running into the same OUT: never a doubled row, never a silently lost chapter."""
     out, subs = tmp_path / "out", tmp_path / "subs"

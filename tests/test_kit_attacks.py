@@ -36,6 +36,14 @@ INJECTS = f"""def clip(xs, low, high):
     raise AssertionError("{FORMULA} <script>alert(1)</script> | [a link](http://x) ![img](http://x)")
 raise ValueError("{FORMULA}\\n| a | row |\\n<img src=x onerror=alert(1)>" + "B" * 10_000_000)
 """
+BORROWS = """import json
+_kit_dumps = json.dumps
+def _forged(obj, *args, **kwargs):  # the export's JSON, rewritten: an answer that cannot be decoded (80 GB)
+    if isinstance(obj, dict) and isinstance(obj.get("values"), dict):
+        obj["values"]["n_squares"] = {"$t": "ndarray", "dtype": "<U100000000", "shape": [200], "v": ["a"] * 200}
+    return _kit_dumps(obj, *args, **kwargs)
+json.dumps = _forged
+"""
 EXHAUSTS = """import os, subprocess
 for place in ["/tmp/work", "/dev/shm", "/", "/dev", "/etc"]:
     try:
@@ -167,6 +175,9 @@ socket.create_connection(("1.1.1.1", 53), timeout=3)
         "l-network": (lambda: with_answers(net), (2, 3, 1)),
         "m-injects": (lambda: submission(edits={"90.2": INJECTS}), (2, 0, 1)),
         "n-exhausts": (lambda: with_answers(EXHAUSTS), (2, 3, 1)),
+        # graded right after an honest student: their `clip` must not stand in for this one's
+        "p-borrows-functions": (lambda: submission(edits={"90.2": "def clip(xs, low, high):\n    return []"},
+                                                   insert={"90.1": BORROWS}), (0, 0, 1)),
         '=HYPERLINK("http:evil","x")': (reference, (2, 3, 1)),
         "-1+1 | <b>x<b> [l](y)\n# title": (reference, (2, 3, 1)),
         "o-\udcff-latin1": (reference, (2, 3, 1)),
