@@ -329,8 +329,9 @@ def grade_student(folder: Path, chapters: dict[str, Chapter], limits: Limits,
     student, rows, sections = shown(folder.name), [], {}
     submitted = _submitted(folder)
     stray = [p.name for p in submitted if chapter_of(p) not in chapters]
-    if stray:
-        sections[""] = f"Not graded (the name does not start with an assigned chapter number): {md(', '.join(stray))}\n"
+    if stray:  # at most 20 names: a folder of 100,000 files must not make a 25 MB feedback page
+        listed = md(", ".join(stray[:20])) + (f" and {len(stray) - 20} more" if len(stray) > 20 else "")
+        sections[""] = f"Not graded (the name does not start with an assigned chapter number): {listed}\n"
     for number, chapter in chapters.items():
         # the reference's own file name first ("90-x.ipynb" before a stale "90-x copy.ipynb"), then by name
         mine = sorted((p for p in submitted if chapter_of(p) == number), key=lambda p: p.name != chapter.reference.name)

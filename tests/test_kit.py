@@ -145,7 +145,8 @@ def graded(tmp_path_factory):
             target.write_bytes(made)
         elif made is not None:
             nbformat.write(made, target)
-    (folder / "j-nothing" / "notes.ipynb").write_text("{}", encoding="utf-8")
+    for name in ["notes.ipynb", *(f"x{i:02d}.ipynb" for i in range(25))]:  # 26 notebooks of no chapter
+        (folder / "j-nothing" / name).write_text("{}", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]), "RAGCOURSE_VARIANT": "0"}
     cmd = [sys.executable, "-m", "kit.grade", str(folder), "--checks", str(FIXTURE_CHECKS), "--chapters", "90",
            "--cell-timeout", str(FAST.cell), "--notebook-timeout", str(FAST.notebook),
@@ -204,6 +205,7 @@ def test_feedback_says_what_went_wrong_without_the_expected_value(graded):
     assert "not attempted" in feedback["h-student-edition"]
     assert "not a readable notebook" in feedback["i-not-a-notebook"]
     assert "no notebook submitted" in feedback["j-nothing"] and "notes.ipynb" in feedback["j-nothing"]
+    assert "x18.ipynb and 6 more" in feedback["j-nothing"] and "x19" not in feedback["j-nothing"]
     assert "**6 of 6 points.**" in feedback["z-reference"]
     assert not any(str(SQUARES_12) in text for text in feedback.values())
     assert not any(str(SQUARES_12) in r["feedback"] for r in rows)
@@ -308,6 +310,9 @@ def test_output_regrading_replaces_a_chapter_and_keeps_the_others(tmp_path):
 
     with pytest.raises(ValueError, match="inside SUBMISSIONS"):
         Output(subs / "ann" / "graded", subs)
+    (out / "subs").mkdir()  # SUBMISSIONS inside OUT: a student named like it gets another feedback folder
+    _output_rows(out, out / "subs", ["subs"], "90", 1)
+    assert list((out / "subs").iterdir()) == [] and (out / "subs (student)" / "feedback.md").is_file()
     (tmp_path / "link").symlink_to(out, target_is_directory=True)
     with pytest.raises(ValueError, match="a link"):
         Output(tmp_path / "link", subs)
