@@ -44,6 +44,14 @@ def _forged(obj, *args, **kwargs):  # the export's JSON, rewritten: an answer th
     return _kit_dumps(obj, *args, **kwargs)
 json.dumps = _forged
 """
+FORGES_NAMES = """import json
+_kit_dumps = json.dumps
+def _forged(obj, *args, **kwargs):  # 300,000 more "functions" in the export: each would cost a parse of the notebook
+    if isinstance(obj, dict) and isinstance(obj.get("values"), dict):
+        obj["values"].update({f"f{i}": {"$t": "function"} for i in range(300_000)})
+    return _kit_dumps(obj, *args, **kwargs)
+json.dumps = _forged
+""" + "".join(f"v{i} = [{i}, {i} + 1, ({i}, {i})]\n" for i in range(3000))  # a cell that is slow to parse
 EXHAUSTS = """import os, subprocess
 for place in ["/tmp/work", "/dev/shm", "/", "/dev", "/etc"]:
     try:
@@ -175,6 +183,7 @@ socket.create_connection(("1.1.1.1", 53), timeout=3)
         "l-network": (lambda: with_answers(net), (2, 3, 1)),
         "m-injects": (lambda: submission(edits={"90.2": INJECTS}), (2, 0, 1)),
         "n-exhausts": (lambda: with_answers(EXHAUSTS), (2, 3, 1)),
+        "q-forges-names": (lambda: with_answers(FORGES_NAMES), (2, 3, 1)),
         # graded right after an honest student: their `clip` must not stand in for this one's
         "p-borrows-functions": (lambda: submission(edits={"90.2": "def clip(xs, low, high):\n    return []"},
                                                    insert={"90.1": BORROWS}), (0, 0, 1)),
