@@ -385,6 +385,8 @@ class Output:
             raise ValueError(f"the output folder {out} is inside SUBMISSIONS={submissions}: choose one outside it")
         if out.is_symlink() or (out.exists() and not out.is_dir()):
             raise ValueError(f"the output folder {out} is a link or not a folder")
+        if out.is_dir() and any(out.iterdir()) and not (out / ".rows").is_dir():  # never write among other files
+            raise ValueError(f"the output folder {out} holds files the grader did not write: choose a new one")
         out.mkdir(parents=True, exist_ok=True)
         self.root = out
         # a student folder named like grades.csv, or like SUBMISSIONS itself when it lies inside OUT, gets another
@@ -392,11 +394,15 @@ class Output:
         self.reserved = {n.lower() for n in (*RESERVED, *inside)}
         self.rows = self._folder(out / ".rows")
         self.earlier = {p.name for p in self.rows.glob("*.json")}
+        self.problems: list[str] = []
 
     def _folder(self, path: Path) -> Path:
-        if path.is_symlink() or (path.exists() and not path.is_dir()):
+        """A real folder at `path`: a link there is removed (never followed); a file there is kept (FileExistsError)."""
+        if path.is_symlink():
             path.unlink()
         path.mkdir(exist_ok=True)
+        if not path.is_dir() or path.is_symlink():
+            raise FileExistsError(f"{path} is not a folder")
         return path
 
     def write(self, path: Path, text: str) -> None:
@@ -407,8 +413,9 @@ class Output:
         os.replace(tmp, path)
 
     def feedback_folder(self, name: str) -> Path:
-        """OUT/<name>, or OUT/<name> (student) for a name the output itself uses."""
-        return self.root / (f"{name} (student)" if name.lower() in self.reserved else name)
+        """OUT/<name>, or OUT/<name> (student) for a name the output itself uses or a file already holds."""
+        taken = name.lower() in self.reserved or (self.root / name).is_file()
+        return self.root / (f"{name} (student)" if taken else name)
 
     def student(self, name: str, rows: list[Row], sections: dict[str, str]) -> None:
         """One student's rows and feedback file, as soon as they are graded."""
@@ -420,7 +427,10 @@ class Output:
                 self.earlier.discard(f"{key}-{chapter}.json")
         kept = [json.loads(p.read_text(encoding="utf-8"))["feedback"] for p in sorted(self.rows.glob(f"{key}-*.json"))]
         text = "\n".join([f"# Feedback for {md(name)}\n", *([sections[""]] if "" in sections else []), *kept])
-        self.write(self._folder(self.feedback_folder(name)) / "feedback.md", text)
+        try:  # the rows are safe already: a feedback file that cannot be written costs only itself
+            self.write(self._folder(self.feedback_folder(name)) / "feedback.md", text)
+        except OSError as err:
+            self.problems.append(f"no feedback file for {shown(name)}: {err.strerror or err}")
 
     def merge(self) -> list[Row]:
         """grades.csv and summary.md from every student's rows written so far, by student, chapter and exercise."""
@@ -480,6 +490,8 @@ def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limi
     finally:
         for chapter in open_chapters.values():
             chapter.close()
+    for problem in output.problems:
+        log(f">> {problem}")
     if output.earlier:
         log(f">> {len(output.earlier)} chapter(s) of students graded by an earlier run into {output.root} are kept "
             "in grades.csv (delete OUT/.rows to start afresh)")

@@ -316,6 +316,13 @@ def test_output_regrading_replaces_a_chapter_and_keeps_the_others(tmp_path):
     (tmp_path / "link").symlink_to(out, target_is_directory=True)
     with pytest.raises(ValueError, match="a link"):
         Output(tmp_path / "link", subs)
+    (tmp_path / "home").mkdir()  # an instructor's folder: a student named like one of its files must not replace it
+    (tmp_path / "home" / "Makefile").write_text("keep me")
+    with pytest.raises(ValueError, match="did not write"):
+        Output(tmp_path / "home", subs)
+    (out / "notes.txt").write_text("keep me")  # a file put into an earlier output
+    _output_rows(out, subs, ["notes.txt"], "90", 1)
+    assert (out / "notes.txt").read_text() == "keep me" and (out / "notes.txt (student)" / "feedback.md").is_file()
 
 
 def test_the_grading_kernel_runs_the_tests_interpreter_and_versions(tmp_path):
