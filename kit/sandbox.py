@@ -86,8 +86,9 @@ def bwrap_command(job_dir: Path, extra_ro: list[tuple[str, str]] = (), quota: Qu
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxError("bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
-    own_user = ["--unshare-user", "--uid", "65534", "--gid", "65534"] if _as_root() and not drop_to_nobody() else []
-    cmd = [bwrap, "--unshare-all", "--die-with-parent", *own_user, "--new-session", "--proc", "/proc", "--dev", "/dev",
+    own_user = ["--uid", "65534", "--gid", "65534"] if _as_root() and not drop_to_nobody() else []
+    cmd = [bwrap, "--unshare-all", "--unshare-user", *_no_nested_userns(bwrap), "--die-with-parent", *own_user,
+           "--new-session", "--proc", "/proc", "--dev", "/dev",
            "--size", str(quota.tmp_size), "--tmpfs", "/tmp", "--size", str(quota.tmp_size), "--tmpfs", "/dev/shm",
            "--dir", INSIDE_WORK, "--clearenv"]
     for path in _system_paths():
@@ -130,6 +131,18 @@ def tasks_of(uid: int) -> int:
         if status and int(status["Uid"].split()[0]) == uid:
             count += int(status.get("Threads", "1"))
     return count
+
+
+@cache
+def _no_nested_userns(bwrap: str) -> tuple[str, ...]:
+    """("--disable-userns",) where bwrap has it (0.8 and later, not setuid): a user namespace inside the
+    sandbox would be "root" there and could mount a tmpfs without a size limit. Older bwrap: ()."""
+    try:
+        version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.split()[-1]
+        newer = tuple(int(x) for x in version.split(".")[:2]) >= (0, 8)
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+        return ()
+    return ("--disable-userns",) if newer and not os.stat(bwrap).st_mode & 0o4000 else ()
 
 
 def _limit(quota: Quota, drop: bool):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -353,8 +354,10 @@ def test_grades_and_feedback_are_safe_to_open_whatever_a_student_named_or_raised
 
 
 def test_the_sandbox_writes_only_to_its_sized_tmp_and_goes_first_when_memory_runs_out(tmp_path):
-    probe = """import os, resource
+    probe = """import os, shutil, subprocess
 info = {"oom": open("/proc/self/oom_score_adj").read().strip()}
+if shutil.which("unshare"):  # a user namespace inside is root there: it could mount a tmpfs without a size
+    info["nested"] = subprocess.run(["unshare", "-Urm", "true"], capture_output=True).returncode
 for place in ["/", "/dev", "/etc", "/opt", "/root", "/tmp/work", "/dev/shm"]:
     written = 0
     try:
@@ -374,6 +377,8 @@ for place in ["/", "/dev", "/etc", "/opt", "/root", "/tmp/work", "/dev/shm"]:
     assert info["oom"] == "1000"
     assert [info[p] for p in ["/", "/dev", "/etc", "/opt", "/root"]] == [0] * 5, info
     assert 8 <= info["/tmp/work"] <= 16 and 8 <= info["/dev/shm"] <= 16, info
+    if sandbox._no_nested_userns(shutil.which("bwrap")):
+        assert info.get("nested", 1) != 0, info
 
 
 THREADS = """import threading, time
