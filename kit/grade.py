@@ -320,7 +320,7 @@ def _submitted(folder: Path) -> list[Path]:
     """The .ipynb entries of a student's folder, by name ([] when it cannot be listed)."""
     try:
         with os.scandir(folder) as entries:
-            return sorted(Path(e.path) for e in entries if e.name.endswith(".ipynb"))
+            return sorted(Path(e.path) for e in entries if e.name.lower().endswith(".ipynb"))  # .IPYNB too
     except OSError:
         return []
 

@@ -126,6 +126,7 @@ SUBMISSIONS = {  # student -> (notebook, or None for no chapter-90 notebook; exp
     "i-not-a-notebook": ("{ this is not json", (0, 0, 0)),
     "j-nothing": (None, (0, 0, 0)),
     "k-byte-order-mark": (lambda: b"\xef\xbb\xbf" + nbformat.writes(reference()).encode(), (2, 3, 1)),
+    "l-upper-case-suffix": (reference, (2, 3, 1)),  # saved as 90-synthetic.IPYNB
     "z-reference": (reference, (2, 3, 1)),
 }
 
@@ -145,6 +146,8 @@ def graded(tmp_path_factory):
             target.write_bytes(made)
         elif made is not None:
             nbformat.write(made, target)
+    upper = folder / "l-upper-case-suffix"
+    (upper / "90-synthetic.ipynb").rename(upper / "90-synthetic.IPYNB")
     for name in ["notes.ipynb", *(f"x{i:02d}.ipynb" for i in range(25))]:  # 26 notebooks of no chapter
         (folder / "j-nothing" / name).write_text("{}", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]), "RAGCOURSE_VARIANT": "0"}
