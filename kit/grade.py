@@ -432,6 +432,14 @@ class Output:
         except OSError as err:
             self.problems.append(f"no feedback file for {shown(name)}: {err.strerror or err}")
 
+    def report(self, log) -> None:
+        """Say what the log must: feedback files not written, rows kept from an earlier run."""
+        for problem in self.problems:
+            log(f">> {problem}")
+        if self.earlier:
+            log(f">> {len(self.earlier)} chapter(s) of students graded by an earlier run into {self.root} are kept "
+                "in grades.csv (delete OUT/.rows to start afresh)")
+
     def merge(self) -> list[Row]:
         """grades.csv and summary.md from every student's rows written so far, by student, chapter and exercise."""
         rows = []
@@ -459,11 +467,10 @@ def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limi
     """Grade every SUBMISSIONS/<student>/*.ipynb; write OUT/grades.csv and OUT/<student>/feedback.md."""
     output = Output(out or submissions.parent / f"{submissions.name}-graded", submissions)
     students, skipped = student_folders(submissions)
-    if skipped:
-        log(f">> not graded (not a real folder): {shown(', '.join(skipped))}")
     hidden = sorted(n for n in os.listdir(submissions) if n.startswith("."))
-    if hidden:
-        log(f">> not graded (hidden, no row in grades.csv): {shown(', '.join(hidden))}")
+    for why, names in (("not a real folder", skipped), ("hidden, no row in grades.csv", hidden)):
+        if names:
+            log(f">> not graded ({why}): {shown(', '.join(names))}")
     chapters = _chapters_submitted(students, checks_dir) if chapters is None else chapters
     missing = [c for c in chapters if not (checks_dir / f"ch{c}.py").exists()]
     if missing:
@@ -490,11 +497,7 @@ def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limi
     finally:
         for chapter in open_chapters.values():
             chapter.close()
-    for problem in output.problems:
-        log(f">> {problem}")
-    if output.earlier:
-        log(f">> {len(output.earlier)} chapter(s) of students graded by an earlier run into {output.root} are kept "
-            "in grades.csv (delete OUT/.rows to start afresh)")
+    output.report(log)
     return output.merge()
 
 

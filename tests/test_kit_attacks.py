@@ -53,6 +53,13 @@ def _forged(obj, *args, **kwargs):  # 300,000 more "functions" in the export: ea
     return _kit_dumps(obj, *args, **kwargs)
 json.dumps = _forged
 """ + "".join(f"v{i} = [{i}, {i} + 1, ({i}, {i})]\n" for i in range(3000))  # a cell that is slow to parse
+LIES = """class Liar(list):
+    def __iter__(self):
+        raise TypeError("read me if you can")
+    def __eq__(self, other):
+        return True
+answer_prediction, answer_why = Liar(["above"]), "The one large value pulls the mean up, not the median."
+"""
 EXHAUSTS = """import os, subprocess
 for place in ["/tmp/work", "/dev/shm", "/", "/dev", "/etc"]:
     try:
@@ -185,6 +192,7 @@ socket.create_connection(("1.1.1.1", 53), timeout=3)
         "m-injects": (lambda: submission(edits={"90.2": INJECTS}), (2, 0, 1)),
         "n-exhausts": (lambda: with_answers(EXHAUSTS), (2, 3, 1)),
         "q-forges-names": (lambda: with_answers(FORGES_NAMES), (2, 3, 1)),
+        "r-lies": (lambda: submission(edits={"90.3": LIES}), (2, 3, 0)),  # one answer that raises when read
         # graded right after an honest student: their `clip` must not stand in for this one's
         "p-borrows-functions": (lambda: submission(edits={"90.2": "def clip(xs, low, high):\n    return []"},
                                                    insert={"90.1": BORROWS}), (0, 0, 1)),
