@@ -47,6 +47,7 @@ DEFAULT_LIMITS = Limits()
 UNSAFE_NOTE = "graded WITHOUT a sandbox (--unsafe): the grader did not isolate this notebook"
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")  # a spreadsheet reads such a cell as a formula (OWASP)
 MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;", "&": "&amp;"}
+ROWS_FILE = re.compile(r"^[0-9a-f]{32}-\d\d\.json$")  # OUT/.rows/<hash of the student's folder name>-<chapter>.json
 RESERVED = ("grades.csv", "summary.md", ".rows")  # names in OUT that no student's feedback folder may take
 
 __all__ = ["COLUMNS", "Kernel", "Limits", "Row", "Run", "grade_dir", "grade_notebook", "load_checks", "main"]
@@ -393,7 +394,7 @@ class Output:
         inside = submissions.relative_to(out.resolve()).parts[:1] if out.resolve() in submissions.parents else ()
         self.reserved = {n.lower() for n in (*RESERVED, *inside)}
         self.rows = self._folder(out / ".rows")
-        self.earlier = {p.name for p in self.rows.glob("*.json")}
+        self.earlier = {p.name for p in self.rows.glob("*.json") if ROWS_FILE.match(p.name)}
         self.problems: list[str] = []
 
     def _folder(self, path: Path) -> Path:
@@ -444,7 +445,8 @@ class Output:
         """grades.csv and summary.md from every student's rows written so far, by student, chapter and exercise."""
         rows = []
         for path in self.rows.glob("*.json"):
-            rows += [Row(**r) for r in json.loads(path.read_text(encoding="utf-8"))["rows"]]
+            if ROWS_FILE.match(path.name):  # not a file of another version of the grader
+                rows += [Row(**r) for r in json.loads(path.read_text(encoding="utf-8"))["rows"]]
         rows.sort(key=lambda r: (r.student, r.chapter, exercise_key(r.exercise)))
         buffer = io.StringIO()
         writer = csv.writer(buffer)

@@ -304,6 +304,8 @@ def test_answers_that_cannot_be_decoded_leave_nothing_of_the_previous_student(tm
 def test_output_regrading_replaces_a_chapter_and_keeps_the_others(tmp_path):
     """Re-running into the same OUT: never a doubled row, never a silently lost chapter."""
     out, subs = tmp_path / "out", tmp_path / "subs"
+    (out / ".rows").mkdir(parents=True)
+    (out / ".rows" / "ann.json").write_text("[]")  # an earlier grader's file: not read
     _output_rows(out, subs, ["ann", "bob"], "90", 1)
     _output_rows(out, subs, ["ann"], "90", 2)  # ann's chapter 90 graded again
     rows = _output_rows(out, subs, ["ann"], "91", 2)  # then another chapter

@@ -414,3 +414,30 @@ def test_a_sandbox_starts_while_its_user_already_runs_many_threads():
         helper.kill()
         helper.wait()
     assert (result.get("exported") or {}).get("values") == {"answer": 42}, result
+
+
+FORGES_INPUT = """import os
+def f(folder):
+    path = os.path.join(folder, "input.txt")
+    try:
+        open(path, "w").write("forged")
+    except OSError as err:
+        return type(err).__name__, open(path).read()
+    return "written", open(path).read()
+"""
+
+
+def test_a_function_reads_but_cannot_write_the_folder_its_check_shares():
+    """The exchange folder (a check's input files) is read-only to the student's function: no forged input."""
+    import tempfile
+
+    exchange = Path(tempfile.mkdtemp(prefix="ragcourse-test-exchange-"))
+    exchange.chmod(0o755)
+    (exchange / "input.txt").write_text("the check's input")
+    functions = sandbox.Functions([FORGES_INPUT], time.monotonic() + 60, exchange=exchange)
+    try:
+        assert functions.call("f", (str(exchange),), {}) == ("OSError", "the check's input")
+        assert (exchange / "input.txt").read_text() == "the check's input"
+    finally:
+        functions.close()
+        shutil.rmtree(exchange)
