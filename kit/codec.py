@@ -189,16 +189,30 @@ def _npscalar(data, depth):
     return dtype.type(decode(data.get("v"), depth))
 
 
+def _as_type(column, name):
+    """`column` as the dtype the data names, unless that dtype is unknown or could take more memory than the
+    data (a numpy dtype of more than 64 bytes an item: "|S100000000" is 100 MB a row): then as it is.
+
+    >>> _as_type(_series({"v": [1, 2], "dtype": "|S100000000"}, 0), "|S100000000").dtype.itemsize
+    8
+    """
+    import numpy as np
+    import pandas as pd
+
+    try:
+        dtype = pd.api.types.pandas_dtype(str(name))
+        return column if isinstance(dtype, np.dtype) and dtype.itemsize > 64 else column.astype(dtype)
+    except (TypeError, ValueError):
+        return column
+
+
 def _frame(data, depth):
     import pandas as pd
 
     rows = [decode(r, depth) for r in data.get("v", [])]
     frame = pd.DataFrame(rows, columns=decode(data.get("columns"), depth), index=decode(data.get("index"), depth))
     for column, dtype in zip(frame.columns, data.get("dtypes", []), strict=False):
-        try:
-            frame[column] = frame[column].astype(str(dtype))
-        except (TypeError, ValueError):
-            pass
+        frame[column] = _as_type(frame[column], dtype)
     return frame
 
 
@@ -207,10 +221,7 @@ def _series(data, depth):
 
     series = pd.Series(decode(data.get("v"), depth), index=decode(data.get("index"), depth),
                        name=decode(data.get("name"), depth))
-    try:
-        return series.astype(str(data.get("dtype")))
-    except (TypeError, ValueError):
-        return series
+    return _as_type(series, data.get("dtype"))
 
 
 def _object_back(data, depth):

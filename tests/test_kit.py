@@ -281,11 +281,18 @@ def test_answers_that_cannot_be_decoded_leave_nothing_of_the_previous_student(tm
     checker then holds this student's functions, never the previous student's."""
     import json
 
+    import pandas as pd
+
     from kit import checker, codec
 
     huge = {"$t": "ndarray", "dtype": "<U100000000", "shape": [30], "v": ["a"] * 30}
     with pytest.raises(ValueError, match="over 512 MB"):
         codec.decode(huge)
+    for dtype in ["|S100000000", "|V100000000"]:  # 100 MB a row, from a few bytes: the column keeps its own dtype
+        series = codec.decode({"$t": "series", "v": ["a"] * 1000, "index": list(range(1000)), "dtype": dtype})
+        frame = codec.decode({"$t": "frame", "columns": ["a"], "index": [0], "v": [["a"]], "dtypes": [dtype]})
+        assert getattr(series.dtype, "itemsize", 0) <= 64 and getattr(frame["a"].dtype, "itemsize", 0) <= 64
+    assert str(codec.decode(codec.encode(pd.Series([1, 2], dtype="Int64"))).dtype) == "Int64"
     names = ["answer_squares", "clip", "n_squares"]
     kit_checker = checker.Checker(str(FIXTURE_CHECKS / "ch90.py"), {}, names, str(tmp_path))
     first, second = tmp_path / "first.json", tmp_path / "second.json"
