@@ -210,7 +210,12 @@ def _frame(data, depth):
     import pandas as pd
 
     rows = [decode(r, depth) for r in data.get("v", [])]
-    frame = pd.DataFrame(rows, columns=decode(data.get("columns"), depth), index=decode(data.get("index"), depth))
+    columns, index = decode(data.get("columns"), depth), decode(data.get("index"), depth)
+    # a row per index entry, a value per column: an empty frame of 100,000 x 100,000 would be 80 GB of NaN
+    if not (isinstance(columns, list) and isinstance(index, list) and len(index) == len(rows)
+            and all(isinstance(r, list) and len(r) == len(columns) for r in rows)):
+        raise ValueError("a frame whose rows do not match its index and columns")
+    frame = pd.DataFrame(rows, columns=columns, index=index)
     for column, dtype in zip(frame.columns, data.get("dtypes", []), strict=False):
         frame[column] = _as_type(frame[column], dtype)
     return frame

@@ -293,6 +293,10 @@ def test_answers_that_cannot_be_decoded_leave_nothing_of_the_previous_student(tm
         frame = codec.decode({"$t": "frame", "columns": ["a"], "index": [0], "v": [["a"]], "dtypes": [dtype]})
         assert getattr(series.dtype, "itemsize", 0) <= 64 and getattr(frame["a"].dtype, "itemsize", 0) <= 64
     assert str(codec.decode(codec.encode(pd.Series([1, 2], dtype="Int64"))).dtype) == "Int64"
+    with pytest.raises(ValueError, match="do not match"):  # 80 GB of NaN from 1.2 MB
+        codec.decode({"$t": "frame", "columns": list(range(100_000)), "index": list(range(100_000)), "v": []})
+    frame = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}, index=[3, 4])
+    assert codec.decode(codec.encode(frame)).equals(frame)
     names = ["answer_squares", "clip", "n_squares"]
     kit_checker = checker.Checker(str(FIXTURE_CHECKS / "ch90.py"), {}, names, str(tmp_path))
     first, second = tmp_path / "first.json", tmp_path / "second.json"
