@@ -40,9 +40,8 @@ def _students(rows: list[GradeRow], chapters: list[str]) -> list[str]:
     maxima: dict[str, int] = defaultdict(int)
     for r in rows:
         totals[r.student][r.chapter] += r.points
-    for r in rows:
-        if r.student == rows[0].student:
-            maxima[r.chapter] += r.max_points
+    for (chapter, _), top in {(r.chapter, r.exercise): r.max_points for r in rows}.items():
+        maxima[chapter] += top  # from every row: students kept from an earlier run may have other chapters
     most = sum(maxima.values())
     columns = " | ".join(f"ch. {int(c)} (of {maxima[c]})" for c in chapters)
     lines = [f"| student | {columns} | total (of {most}) |", "|---|" + "---:|" * (len(chapters) + 1)]

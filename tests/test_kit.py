@@ -215,7 +215,7 @@ def test_feedback_says_what_went_wrong_without_the_expected_value(graded):
 
 
 HOSTILE_NAMES = ['=HYPERLINK("http:x","y")', "+cmd", "@x", "-1+1", "\tTAB", "a|b", "a\nb", "\x1b[2Jclear",
-                 "<script>alert(1)<", "[x](http:evil)", "`tick`", "L" * 255, "grades.csv", "GRADES.CSV",
+                 "<script>alert(1)<", "[x](http:evil)", "`tick`", "L" * 255, "grades.csv", "GRADES.CSV", "summary.md",
                  "bad\udcff", "uni é 漢字"]
 
 
@@ -247,8 +247,9 @@ def test_output_takes_any_folder_name_and_writes_safe_csv_and_markdown(tmp_path)
     assert {csv_cell(grade_shown(n)) for n in HOSTILE_NAMES} <= set(cells)
     assert not [c for c in cells if c.lstrip(" ")[:1] in ("=", "+", "-", "@", "\t", "\r", "\n")]
     assert (tmp_path / "out" / "grades.csv").is_file() and (tmp_path / "out" / "grades.csv (student)").is_dir()
+    assert (tmp_path / "out" / "summary.md").is_file() and "of 2" in (tmp_path / "out" / "summary.md").read_text()
     for name in HOSTILE_NAMES:
-        folder = tmp_path / "out" / (f"{name} (student)" if name.lower() == "grades.csv" else name)
+        folder = tmp_path / "out" / (f"{name} (student)" if name.lower() in ("grades.csv", "summary.md") else name)
         text = (folder / "feedback.md").read_text(encoding="utf-8")
         assert text.startswith("# Feedback for ") and "## Chapter 90" in text, name
         assert text.count("\n") == 5 and "<" not in text and "\x1b" not in text, text
@@ -319,9 +320,10 @@ def test_output_regrading_replaces_a_chapter_and_keeps_the_others(tmp_path):
     (out / ".rows" / "ann.json").write_text("[]")  # an earlier grader's file: not read
     _output_rows(out, subs, ["ann", "bob"], "90", 1)
     _output_rows(out, subs, ["ann"], "90", 2)  # ann's chapter 90 graded again
-    rows = _output_rows(out, subs, ["ann"], "91", 2)  # then another chapter
-    assert [(r.student, r.chapter, r.points) for r in rows] == [("ann", "90", 2), ("ann", "91", 2), ("bob", "90", 1)]
-    assert "## Chapter 90" in (out / "ann" / "feedback.md").read_text(encoding="utf-8")
+    rows = _output_rows(out, subs, ["bob"], "91", 2)  # then another chapter
+    assert [(r.student, r.chapter, r.points) for r in rows] == [("ann", "90", 2), ("bob", "90", 1), ("bob", "91", 2)]
+    assert "ch. 91 (of 2)" in (out / "summary.md").read_text(encoding="utf-8")  # ann has no chapter 91 row
+    assert "## Chapter 90" in (out / "bob" / "feedback.md").read_text(encoding="utf-8")
     from kit.grade import Output
 
     with pytest.raises(ValueError, match="inside SUBMISSIONS"):
