@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -267,10 +268,29 @@ def _readable_folder(corpus, args: argparse.Namespace):
     return dataclasses.replace(corpus, documents=tuple(d for d in corpus.documents if d.id in allowed))
 
 
+def _checked_questions(args: argparse.Namespace, whole, readable: set[str]):
+    """The questions file checked line by line: each bad line named on stderr and left out, the rest kept;
+    ValueError when none is left to measure."""
+    from .folder import CheckedQuestions, check_folder_questions
+
+    checked = check_folder_questions(args.questions, whole.documents, whole.failed)
+    for rejected in checked.rejected:
+        print(f"ragcourse eval: left out {rejected}", file=sys.stderr)
+    if not checked.questions:
+        raise ValueError(f"no question of {args.questions} can be measured: {len(checked.rejected)} line(s) "
+                         "left out, each named above")
+    if len(readable) < len(whole.documents):
+        kept = tuple(q for q in checked.questions if q.doc in readable)
+        print(f"{len(checked.questions) - len(kept)} question(s) are about documents {args.user} may not read: "
+              "left out", file=sys.stderr)
+        checked = CheckedQuestions(kept, checked.rejected)
+    return checked
+
+
 def _eval(args: argparse.Namespace) -> int:
     from .. import dense
     from . import report
-    from .folder import load_folder_out_of_domain, load_folder_questions, read_folder
+    from .folder import load_folder_out_of_domain, read_folder
     from .runs import Settings, label_of, measure
 
     whole = read_folder(Path(args.docs_dir))
@@ -278,28 +298,24 @@ def _eval(args: argparse.Namespace) -> int:
     if not corpus.documents:
         reasons = "; ".join(f"{f.path}: {f.reason}" for f in corpus.failed[:5]) or "the folder has no documents"
         raise ValueError(f"no readable documents in {args.docs_dir!r} ({reasons})")
-    questions = load_folder_questions(args.questions, whole.documents)
-    readable = {d.id for d in corpus.documents}
-    if len(readable) < len(whole.documents):
-        kept = [q for q in questions if q.doc in readable]
-        print(f"{len(questions) - len(kept)} question(s) are about documents {args.user} may not read: left out",
-              file=sys.stderr)
-        questions = kept
+    checked = _checked_questions(args, whole, {d.id for d in corpus.documents})
     ood = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else []
     labels = [label_of(s, m, r) for s in args.strategies for m in args.methods for r in (False, True)[:1 + args.rerank]]
     if args.baseline is not None and args.baseline not in labels:
         raise ValueError(f"--baseline {args.baseline!r} is not one of this command's runs: {labels}")
-    out = report.prepare_out(args.out, args.docs_dir)  # refused before any work, if it could lose a file
     cache = Path(args.cache_dir) if args.cache_dir else _user_cache()
+    report.refuse_inside(cache, args.docs_dir, "--cache-dir")
+    out = report.prepare_out(args.out, args.docs_dir)  # refused before any work, if it could lose a file
     settings = Settings(tuple(args.strategies), tuple(args.methods), args.rerank, tuple(args.k), args.baseline,
                         _reranker_factory(cache))
     progress = _Progress()
-    results, runs = measure(corpus, questions, ood, settings, dense.load_embedder(cache / "embeddings"),
+    results, runs = measure(corpus, checked.questions, ood, settings, dense.load_embedder(cache / "embeddings"),
                             progress=progress, bar=progress.on)  # a bar on a terminal only
     progress.done()
+    results = {"corpus": results.pop("corpus"), "questions": report.questions_entry(checked), **results}
     written = report.write(results, runs, out)
-    _print_outcome(results, corpus, questions, written, cache)
-    return 0
+    _print_outcome(results, corpus, checked.questions, written, cache)
+    return 1 if checked.rejected else 0
 
 
 def _user_cache() -> Path:
@@ -309,19 +325,22 @@ def _user_cache() -> Path:
 
 
 def _print_outcome(results: dict, corpus, questions, written: list[Path], cache: Path) -> None:
-    """What the terminal shows at the end: counts, failures, the summary table, and where the files went."""
+    """What the terminal shows at the end: counts, failures, the summary table, the worst misses, where files went."""
     from . import report
 
-    c = results["corpus"]
-    print(f"{c['documents']} documents read, {len(c['failed'])} failed; {len(questions)} questions, "
-          f"{len(results['runs'])} runs")
+    c, left_out = results["corpus"], results["questions"]["rejected"]
+    print(f"{c['documents']} documents read, {len(c['failed'])} failed; {len(questions)} questions measured"
+          + (f", {len(left_out)} left out (named above and in the report)" if left_out else "")
+          + f"; {len(results['runs'])} runs")
     for failure in c["failed"]:
-        print(f"  FAILED {failure['path']}: {failure['reason']}")
+        print(f"  FAILED {report.one_line(failure['path'])}: {failure['reason']}")
     if c["skipped"]:
         print(f"  {len(c['skipped'])} file(s) skipped: not documents by type (listed in the report)")
     print()
     print(report.summary(results))
     print()
+    for line in report.missed_lines(results):
+        print(line)
     print(f"wrote {len(written)} files to {written[0].parent} (report.html, results.json, a CSV and a TREC run "
           f"per run); embeddings cached in {cache}")
 
@@ -351,7 +370,9 @@ def _folder_commands(sub) -> None:
               "kind. The embedding cache: --cache-dir, else $RAGCOURSE_CACHE, else your user cache folder "
               "(never the documents folder or a checkout). OUTDIR gets results.json, report.html, and per run "
               "queries-RUN.csv and run-RUN.trec (with qrels-STRATEGY.trec, for ranx or trec_eval). "
-              "Exit status 0 on success, 2 on bad input.")
+              "A bad line of QUESTIONS.jsonl (named with its line number) is left out and the rest measured; "
+              "blank lines and # comment lines are skipped. Exit status 0 when every question was measured, 1 "
+              "when some lines were left out, 2 on bad input that stops the run, 130 on Ctrl-C.")
     v = sub.add_parser("eval", help="run the book's measurements on a folder; write results.json and report.html",
                        description="Read DOCS_DIR (.md .rst .txt .html .pdf, recursively), chunk and index it "
                                    "with each strategy, score your questions with each method, and write "
@@ -473,9 +494,16 @@ def _own_arguments(c, s, e, i, r) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command: 0 done, 1 done with items left out (named), 2 bad input; Ctrl-C 130; a closed pipe 141."""
     args = parser().parse_args(argv)
     try:
         return args.run(args)
+    except BrokenPipeError:  # `ragcourse needles DIR | head`: the reader has gone, nothing to say to it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 141
+    except KeyboardInterrupt:
+        print(f"\nragcourse {args.command}: interrupted: nothing more was written", file=sys.stderr)
+        return 130
     except (ValueError, RuntimeError, OSError) as err:
         print(f"ragcourse {args.command}: error: {err}", file=sys.stderr)
         return 2
