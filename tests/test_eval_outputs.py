@@ -426,7 +426,7 @@ def test_the_terminal_names_the_missed_queries(tmp_path, stand_in, capsys):
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     missed = report.missed(results["runs"][0], 1)
     assert missed and f"E/bm25: {len(missed)} of 10 queries missed at 1" in printed
-    for d in missed[:5]:
+    for d in missed[:3]:
         assert f"  {d['query']} (rank {d['rank']}): {d['text']!r} needle in {d['needle_chunk']['locator']}" in printed
 
 
@@ -467,3 +467,16 @@ def test_a_reader_closing_the_pipe_ends_the_command_quietly(tmp_path):
     child.stdout.close()  # as `| head -1` does
     assert child.wait(timeout=120) == 141
     assert child.stderr.read() == b""
+
+
+def test_a_bad_out_of_domain_line_costs_only_itself(tmp_path, stand_in, capsys):
+    docs, questions, out = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl"), tmp_path / "out"
+    ood = tmp_path / "ood.jsonl"
+    ood.write_text('{"id": "o1", "query": "Best lasagna recipe?"}\n{"id": "o2"}\n'
+                   '{"id": "o3", "query": "Capital of Mongolia?", "kind": "absurd"}\n', encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--out-of-domain", str(ood), "--methods", "bm25",
+                 "--out", str(out)]) == 1
+    assert f"ragcourse eval: left out {ood}:2: required fields ['id', 'query']" in capsys.readouterr().err
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert [r["where"] for r in results["questions"]["rejected"]] == [f"{ood}:2"]
+    assert results["sweep"][-1]["cut"] is None and results["sweep"][-1]["bluffed"] == 2  # o1 and o3 measured

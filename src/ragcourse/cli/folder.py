@@ -24,7 +24,7 @@ from pathlib import Path
 from ..chunking import paragraph_spans, sentence_spans
 from ..corpus import Document, collapse
 from ..documents import MAX_BYTES, ExtractionError, Failure, read_document, walk
-from ..groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle, read_records
+from ..groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle
 from ..records import RecordsError, Rejected, parse_records
 
 __all__ = ["Failure", "FolderCorpus", "read_folder", "read_document", "check_folder_questions", "load_folder_questions"]
@@ -193,10 +193,17 @@ def folder_queries(questions: Sequence[Question]) -> list[Query]:
     return out
 
 
-def load_folder_out_of_domain(path: str | Path) -> list[OutOfDomain]:
-    """Out-of-domain queries: id and query, and an optional free-text kind."""
-    return [OutOfDomain(r["id"], r["query"], r.get("kind", ""))
-            for _, r in read_records(Path(path), ("id", "query"), ("kind",))]
+def load_folder_out_of_domain(path: str | Path) -> tuple[list[OutOfDomain], tuple[Rejected, ...]]:
+    """Out-of-domain queries (id, query, optional free-text kind) and each bad line left out, with why;
+    GroundTruthError when the file cannot be read or has no good line."""
+    try:
+        records, rejected = parse_records(Path(path), ("id", "query"), ("kind",))
+    except RecordsError as err:
+        raise GroundTruthError(str(err)) from err
+    if not records:
+        raise GroundTruthError(f"{path}: no out-of-domain query can be used" + (f"; first: {rejected[0]}"
+                                                                               if rejected else ""))
+    return [OutOfDomain(r["id"], r["query"], r.get("kind", "")) for _, r in records], tuple(rejected)
 
 
 # ---------------------------------------------------------------- candidate needles

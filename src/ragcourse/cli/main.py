@@ -290,7 +290,7 @@ def _checked_questions(args: argparse.Namespace, whole, readable: set[str]):
 def _eval(args: argparse.Namespace) -> int:
     from .. import dense
     from . import report
-    from .folder import load_folder_out_of_domain, read_folder
+    from .folder import CheckedQuestions, load_folder_out_of_domain, read_folder
     from .runs import Settings, label_of, measure
 
     whole = read_folder(Path(args.docs_dir))
@@ -299,7 +299,10 @@ def _eval(args: argparse.Namespace) -> int:
         reasons = "; ".join(f"{f.path}: {f.reason}" for f in corpus.failed[:5]) or "the folder has no documents"
         raise ValueError(f"no readable documents in {args.docs_dir!r} ({reasons})")
     checked = _checked_questions(args, whole, {d.id for d in corpus.documents})
-    ood = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else []
+    ood, left_out = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else ([], ())
+    for rejected in left_out:
+        print(f"ragcourse eval: left out {rejected}", file=sys.stderr)
+    checked = CheckedQuestions(checked.questions, checked.rejected + left_out)
     labels = [label_of(s, m, r) for s in args.strategies for m in args.methods for r in (False, True)[:1 + args.rerank]]
     if args.baseline is not None and args.baseline not in labels:
         raise ValueError(f"--baseline {args.baseline!r} is not one of this command's runs: {labels}")

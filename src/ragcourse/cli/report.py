@@ -166,7 +166,7 @@ def questions_entry(checked) -> dict:
             "rejected": [{"where": r.where, "reason": r.reason} for r in checked.rejected]}
 
 
-def missed_lines(results: dict, shown: int = 5) -> list[str]:
+def missed_lines(results: dict, shown: int = 3) -> list[str]:
     """The terminal's list of each run's worst misses at the largest k: query, rank, what was asked, where the
     needle is and what came first instead."""
     k, out = results["ks"][-1], []
@@ -330,7 +330,7 @@ def _left_out_section(rejected: Sequence[dict]) -> list[str]:
     if not rejected:
         return []
     return [f"<h2 id='left-out'>Questions left out</h2><p class='note'>{len(rejected)} line(s) of the questions "
-            "file could not be measured; every other line was. Fix them and run again.</p>",
+            "(or out-of-domain) file could not be used; every other line was. Fix them and run again.</p>",
             _table(pd.DataFrame(rejected)[["where", "reason"]])]
 
 
