@@ -480,3 +480,16 @@ def test_a_bad_out_of_domain_line_costs_only_itself(tmp_path, stand_in, capsys):
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert [r["where"] for r in results["questions"]["rejected"]] == [f"{ood}:2"]
     assert results["sweep"][-1]["cut"] is None and results["sweep"][-1]["bluffed"] == 2  # o1 and o3 measured
+
+
+def test_an_edited_marker_never_deletes_a_file_outside_what_eval_writes(tmp_path, stand_in):
+    docs, questions, out = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl"), tmp_path / "out"
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
+    (tmp_path / "victim.txt").write_text("mine", encoding="utf-8")
+    (out / "notes.md").write_text("mine too", encoding="utf-8")
+    marker = json.loads((out / report.MARKER).read_text(encoding="utf-8"))
+    marker["files"] += ["../victim.txt", str(tmp_path / "victim.txt"), "notes.md", "../docs"]
+    (out / report.MARKER).write_text(json.dumps(marker), encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
+    assert (tmp_path / "victim.txt").read_text(encoding="utf-8") == "mine"
+    assert (out / "notes.md").read_text(encoding="utf-8") == "mine too" and (docs / "rope.rst").is_file()

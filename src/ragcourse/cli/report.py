@@ -75,10 +75,14 @@ def _mark(folder: Path, written: Sequence[str]) -> None:
 
 
 def _written_before(folder: Path) -> list[str]:
+    """The files the marker says an earlier run wrote: plain names of this folder only (a marker edited to name
+    `../file` or `sub/file` never deletes anything outside what eval writes)."""
     try:
-        return list(json.loads((folder / MARKER).read_text(encoding="utf-8")).get("files", []))
+        names = json.loads((folder / MARKER).read_text(encoding="utf-8")).get("files", [])
     except (OSError, ValueError, AttributeError):
         return []
+    return [n for n in names if isinstance(n, str) and n == Path(n).name and n not in ("", ".", "..", MARKER)
+            and (n in (RESULTS, REPORT) or n.endswith((".csv", ".trec")))]
 
 
 def slug(label: str) -> str:
