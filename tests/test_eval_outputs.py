@@ -493,3 +493,19 @@ def test_an_edited_marker_never_deletes_a_file_outside_what_eval_writes(tmp_path
     assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
     assert (tmp_path / "victim.txt").read_text(encoding="utf-8") == "mine"
     assert (out / "notes.md").read_text(encoding="utf-8") == "mine too" and (docs / "rope.rst").is_file()
+
+
+def test_a_megabyte_question_is_measured_and_shown_short(tmp_path, stand_in, capsys):
+    docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
+    huge = "zzz " * 250_000
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS[:2] + [
+        {"id": "huge", "needle": QUESTIONS[2]["needle"], "question": huge},
+        {"id": "lost", "needle": huge, "question": "Where is it?"}])
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--k", "1",
+                 "--out", str(out)]) == 1
+    printed = capsys.readouterr()
+    assert "q.jsonl:4: lost: needle not found in the corpus" in printed.err and len(printed.err) < 2000
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "huge/doc" in page and len(page) < 500_000  # the page shows the question's start; the JSON and CSV all
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["questions"]["measured"] == 3 and len(results["questions"]["rejected"][0]["reason"]) <= 300

@@ -84,6 +84,8 @@ def _blank_questions(path: Path, records: list[tuple[int, dict]]) -> None:
         "would ask it); delete the lines you cannot write a question for")
 
 
+#: A rejected line's reason is cut to this many characters (a 1 MB needle is not repeated on the terminal).
+REASON_CHARS = 300
 #: More questions than this are refused whole, before any work: each is embedded once and ranked in every run.
 MAX_QUESTIONS = 10_000
 
@@ -163,7 +165,7 @@ def check_folder_questions(path: str | Path, documents: Sequence[Document],
         try:
             questions.append(_folder_question(record, folder))
         except GroundTruthError as err:
-            rejected.append(Rejected(f"{path}:{number}", str(err)))
+            rejected.append(Rejected(f"{path}:{number}", shorten(str(err), REASON_CHARS)))
     rejected.sort(key=lambda r: int(r.where.rsplit(":", 1)[1]))
     return CheckedQuestions(tuple(questions), tuple(rejected))
 
@@ -181,6 +183,15 @@ def load_folder_questions(path: str | Path, documents: Sequence[Document]) -> li
     if not checked.questions:
         raise GroundTruthError(f"{path}: no records")
     return list(checked.questions)
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, an ellipsis marking the cut.
+
+    >>> shorten("abcdef", 4), shorten("abc", 4)
+    ('abc…', 'abc')
+    """
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def folder_queries(questions: Sequence[Question]) -> list[Query]:

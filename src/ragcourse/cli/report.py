@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from ..evaluation import Paired, verdict, with_interval
-from .runs import CUTS, DEFAULT_KS, Run, measure  # noqa: F401  (measure and CUTS: re-exported for callers)
+from .folder import shorten
+from .runs import CUTS, DEFAULT_KS, EXCERPT, Run, measure  # noqa: F401  (measure and CUTS: re-exported for callers)
 
 RESULTS, REPORT, MARKER = "results.json", "report.html", ".ragcourse-eval"
 MISSED_SHOWN = 50
@@ -288,7 +289,8 @@ def _missed_table(run: dict, k: int) -> pd.DataFrame:
     for d in missed(run, k)[:MISSED_SHOWN]:
         first = d["first"] or {}
         rows.append({"rank": "none holds it" if d["rank"] is None else d["rank"], "query": d["query"],
-                     "asked": d["text"], "needle in": (d["needle_chunk"] or {}).get("locator", d["doc"]),
+                     "asked": shorten(d["text"], EXCERPT),
+                     "needle in": (d["needle_chunk"] or {}).get("locator", d["doc"]),
                      "ranked first instead": first.get("locator", ""), "section": first.get("section", ""),
                      "its text": first.get("excerpt", "")})
     return pd.DataFrame(rows)
@@ -325,7 +327,7 @@ _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em au
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}th,td{padding:.25em .6em;
 border-bottom:1px solid #ddd;text-align:left;vertical-align:top}th{background:#f4f4f4}h2{margin-top:1.6em}
 .note{color:#555;font-size:.9em}img{max-width:100%;height:auto}.scroll{overflow-x:auto;max-width:100%}
-figure{margin:1em 0}figcaption{color:#555;font-size:.9em}td{overflow-wrap:anywhere;min-width:4em}
+figure{margin:1em 0}figcaption{color:#555;font-size:.9em}td:first-child{white-space:nowrap}
 @media (max-width:600px){body{margin:1em auto;padding:0 .5em}table{font-size:.8em}}"""
 
 
