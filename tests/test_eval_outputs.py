@@ -509,3 +509,13 @@ def test_a_megabyte_question_is_measured_and_shown_short(tmp_path, stand_in, cap
     assert "huge/doc" in page and len(page) < 500_000  # the page shows the question's start; the JSON and CSV all
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["questions"]["measured"] == 3 and len(results["questions"]["rejected"][0]["reason"]) <= 300
+
+
+def test_chunk_and_needles_name_what_they_could_not_read(tmp_path, capsys):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "empty.md").write_bytes(b"")
+    assert main(["chunk", str(tmp_path / "folder")]) == 2
+    assert capsys.readouterr().err == f"ragcourse chunk: error: {tmp_path / 'folder'}: a folder, not a file\n"
+    assert main(["needles", str(tmp_path / "folder")]) == 2
+    err = capsys.readouterr().err
+    assert "no readable documents in" in err and "empty.md: empty file (0 bytes)" in err

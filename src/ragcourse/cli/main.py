@@ -28,10 +28,13 @@ def _chunk(args: argparse.Namespace) -> int:
     import dataclasses
 
     from ..chunking import chunk
-    from ..documents import read_document
+    from ..documents import ExtractionError, read_document
 
     path = Path(args.file)
-    document = read_document(path.resolve(), path.name)  # the reader `index` and `eval` use: same chunks
+    try:
+        document = read_document(path.resolve(), path.name)  # the reader `index` and `eval` use: same chunks
+    except ExtractionError as err:
+        raise ValueError(f"{args.file}: {err}") from None
     if args.title:
         document = dataclasses.replace(document, title=args.title)
     for piece in chunk(document, args.strategy, target=args.target, overlap=args.overlap):
@@ -287,6 +290,13 @@ def _checked_questions(args: argparse.Namespace, whole, readable: set[str]):
     return checked
 
 
+def _refuse_empty(corpus, docs_dir: str) -> None:
+    """ValueError naming the folder and its first failures when not one document in it could be read."""
+    if not corpus.documents:
+        reasons = "; ".join(f"{f.path}: {f.reason}" for f in corpus.failed[:5]) or "the folder has no documents"
+        raise ValueError(f"no readable documents in {docs_dir!r} ({reasons})")
+
+
 def _eval(args: argparse.Namespace) -> int:
     from .. import dense
     from . import report
@@ -295,9 +305,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     whole = read_folder(Path(args.docs_dir))
     corpus = _readable_folder(whole, args)
-    if not corpus.documents:
-        reasons = "; ".join(f"{f.path}: {f.reason}" for f in corpus.failed[:5]) or "the folder has no documents"
-        raise ValueError(f"no readable documents in {args.docs_dir!r} ({reasons})")
+    _refuse_empty(corpus, args.docs_dir)
     checked = _checked_questions(args, whole, {d.id for d in corpus.documents})
     ood, left_out = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else ([], ())
     for rejected in left_out:
@@ -352,6 +360,7 @@ def _needles(args: argparse.Namespace) -> int:
     from .folder import needles_template, read_folder
 
     corpus = read_folder(Path(args.docs_dir))
+    _refuse_empty(corpus, args.docs_dir)
     records = needles_template(corpus.documents, args.n)
     for record in records:
         print(json.dumps(record, ensure_ascii=False))
