@@ -356,12 +356,14 @@ def _text_and_title(path: Path, raw: bytes) -> tuple[str, str | None]:
         return _pdf(raw)
     if kind is not None:
         raise ExtractionError(f"binary content ({kind}), not text")
-    if suffix in HTML_SUFFIXES:
-        return html(_decode(raw))
     if suffix in MARKDOWN_SUFFIXES:
         return markdown(_decode(raw))
-    if suffix == ".rst":
-        return restructuredtext(_decode(raw), path.name)
+    if suffix in HTML_SUFFIXES or suffix == ".rst":
+        text = _decode(raw)
+        try:
+            return html(text) if suffix in HTML_SUFFIXES else restructuredtext(text, path.name)
+        except Exception as err:  # a parser's failure on one hostile file (nesting past the recursion limit)
+            raise ExtractionError(f"could not be parsed as {suffix}: {type(err).__name__}: {err}") from err
     return _decode(raw), None
 
 
