@@ -519,3 +519,9 @@ def test_chunk_and_needles_name_what_they_could_not_read(tmp_path, capsys):
     assert main(["needles", str(tmp_path / "folder")]) == 2
     err = capsys.readouterr().err
     assert "no readable documents in" in err and "empty.md: empty file (0 bytes)" in err
+
+
+def test_one_measurable_question_is_refused_before_any_work(tmp_path, no_work, capsys):
+    docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl", QUESTIONS[:1])
+    assert main(["eval", str(docs), "--questions", str(questions), "--out", str(tmp_path / "out")]) == 2
+    assert "1 question of" in capsys.readouterr().err and not (tmp_path / "out").exists()

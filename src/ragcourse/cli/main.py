@@ -287,6 +287,9 @@ def _checked_questions(args: argparse.Namespace, whole, readable: set[str]):
         print(f"{len(checked.questions) - len(kept)} question(s) are about documents {args.user} may not read: "
               "left out", file=sys.stderr)
         checked = CheckedQuestions(kept, checked.rejected)
+    if len(checked.questions) < 2:
+        raise ValueError(f"{len(checked.questions)} question of {args.questions} can be measured: intervals over "
+                         "questions need at least 2")
     return checked
 
 
