@@ -383,3 +383,25 @@ def test_a_failing_embedding_call_fails_only_its_document_in_a_sync(tmp_path):
     retried = sync(docs, out)  # a passing failure is tried again on the next run
     assert (retried.changes.changed, retried.changes.embedded) == (("p01.md",), 3)
     holds_exactly(out, docs)
+
+
+def test_the_command_caches_vectors_in_the_users_cache_never_the_checkout(tmp_path, monkeypatch, capsys):
+    """A non-root reader's `ragcourse index` failed every new file with 'embedding failed: PermissionError' on
+    the course checkout's data/cache lock; it now uses the cache `eval` uses ($RAGCOURSE_CACHE, --cache-dir)."""
+    from ragcourse.models import Lazy
+
+    asked = []
+
+    def embedder(cache_dir=dense.CACHE_DIR):
+        asked.append(cache_dir)
+        return dense.Embedder(model=Lazy(LazyCountingModel), name="counting", fingerprint="c", cache_dir=cache_dir)
+
+    monkeypatch.setattr(dense, "load_embedder", embedder)
+    monkeypatch.setenv("RAGCOURSE_CACHE", str(tmp_path / "mine"))
+    docs = write_pages(tmp_path / "docs", range(2))
+    (docs / "bad\nname.md").write_bytes(b"")
+    assert main(["index", str(docs), "--out", str(tmp_path / "idx")]) == 1
+    assert main(["index", str(docs), "--out", str(tmp_path / "idx2"), "--cache-dir", str(tmp_path / "other")]) == 1
+    assert asked == [tmp_path / "mine" / "embeddings", tmp_path / "other" / "embeddings"]
+    assert any((tmp_path / "mine" / "embeddings").iterdir()) and dense.CACHE_DIR not in asked
+    assert "  FAILED bad\\nname.md: empty file (0 bytes)" in capsys.readouterr().out.splitlines()

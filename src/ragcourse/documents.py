@@ -75,6 +75,15 @@ class Walk:
         return tuple(sorted([*self.files, *(p.path for p in self.problems)], key=_sort_key))
 
 
+def printable(text: str) -> str:
+    """`text` safe on one terminal line: control characters (a newline in a file name) written as escapes.
+
+    >>> printable("new\\nline.md")
+    'new\\\\nline.md'
+    """
+    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode() for ch in text)
+
+
 def _sort_key(relative: str) -> tuple[str, ...]:
     return PurePosixPath(relative).parts
 

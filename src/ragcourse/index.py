@@ -51,7 +51,7 @@ import pandas as pd
 from .chunking import PIPELINE_VERSION, Chunk, chunk, strategy_for
 from .corpus import Document, sha256_file
 from .dense import Hit, check_k, cosine_distances, top_hits
-from .documents import MAX_BYTES, READER_VERSION, ExtractionError, Failure, read_document, walk
+from .documents import MAX_BYTES, READER_VERSION, ExtractionError, Failure, printable, read_document, walk
 
 #: The reader's version (`documents.READER_VERSION`): bumped whenever `extract` turns the same bytes into other text.
 EXTRACTOR_VERSION = READER_VERSION
@@ -507,10 +507,10 @@ class IngestReport:
         lines = [f"{len(files)} file(s): {len(indexed)} indexed, {len(failed)} failed, "
                  f"{sum(r.chunk_count for r in indexed)} chunks stored"]
         lines += [self.changes.line()] if self.changes is not None else []
-        lines += [f"  FAILED {r.doc_id}: {r.reason}" for r in failed]
+        lines += [f"  FAILED {printable(r.doc_id)}: {r.reason}" for r in failed]
         lines += [f"  COUNT {d.doc_id}: claimed {d.claimed}, stored {d.stored}"
                   for d in self.discrepancies]
-        lines += [f"  SKIPPED {k.path}: {k.reason}" for k in self.skipped if k.reason != NOT_A_DOCUMENT]
+        lines += [f"  SKIPPED {printable(k.path)}: {k.reason}" for k in self.skipped if k.reason != NOT_A_DOCUMENT]
         others = sum(k.reason == NOT_A_DOCUMENT for k in self.skipped)
         lines += [f"  {others} file(s) skipped: not documents by type"] if others else []
         return "\n".join(lines)

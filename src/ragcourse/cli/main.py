@@ -171,7 +171,8 @@ def _index(args: argparse.Namespace) -> int:
     from ..dense import load_embedder
     from ..index import sync_folder
 
-    embedder = load_embedder()  # the model itself loads only if some chunk text is not in the index yet
+    cache = Path(args.cache_dir) if args.cache_dir else _user_cache()  # the reader's own, never the checkout
+    embedder = load_embedder(cache / "embeddings")  # the model loads only if some chunk text is not in the index
     report = sync_folder(Path(args.folder), Path(args.out), embed=embedder.encode, model_name=embedder.name,
                          dim=lambda: embedder.dim, strategy=args.strategy, wait=not args.no_wait,
                          notify=lambda message: print(f"ragcourse index: {message}", file=sys.stderr, flush=True))
@@ -347,7 +348,7 @@ def _print_outcome(results: dict, corpus, questions, written: list[Path], cache:
           + (f", {len(left_out)} left out (named above and in the report)" if left_out else "")
           + f"; {len(results['runs'])} runs")
     for failure in c["failed"]:
-        print(f"  FAILED {report.one_line(failure['path'])}: {failure['reason']}")
+        print(f"  FAILED {report.printable(failure['path'])}: {failure['reason']}")
     if c["skipped"]:
         print(f"  {len(c['skipped'])} file(s) skipped: not documents by type (listed in the report)")
     print()
@@ -500,6 +501,8 @@ def _own_arguments(c, s, e, i, r) -> None:
     e.set_defaults(run=_evaluate)
     i.add_argument("folder")
     i.add_argument("--out", required=True)
+    i.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="where embeddings are cached (default: $RAGCOURSE_CACHE, else your user cache folder)")
     i.add_argument("--no-wait", action="store_true",
                    help="exit (status 2) naming the running writer instead of waiting for it to finish")
     i.set_defaults(run=_index)

@@ -26,6 +26,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from ..documents import printable
 from ..evaluation import Paired, verdict, with_interval
 from .folder import shorten
 from .runs import CUTS, DEFAULT_KS, EXCERPT, Run, measure  # noqa: F401  (measure and CUTS: re-exported for callers)
@@ -156,15 +157,6 @@ def summary(results: dict) -> str:
     return pd.DataFrame(rows).to_string(index=False)
 
 
-def one_line(text: str) -> str:
-    """`text` safe on one terminal line: control characters (a newline in a file name) written as escapes.
-
-    >>> one_line("new\\nline.md")
-    'new\\\\nline.md'
-    """
-    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode() for ch in text)
-
-
 def questions_entry(checked) -> dict:
     """The questions as `results.json` holds them: how many were measured, and each line left out with why."""
     return {"measured": len(checked.questions),
@@ -185,8 +177,8 @@ def missed_lines(results: dict, shown: int = 3) -> list[str]:
             rank = "no chunk holds the needle whole" if d["rank"] is None else f"rank {d['rank']}"
             first = (d["first"] or {}).get("locator", "")
             needle = (d["needle_chunk"] or {}).get("locator", d["doc"])
-            out.append(f"  {d['query']} ({rank}): {one_line(d['text'])[:80]!r} needle in {one_line(needle)}"
-                       + (f", first instead {one_line(first)}" if first else ""))
+            out.append(f"  {d['query']} ({rank}): {printable(d['text'])[:80]!r} needle in {printable(needle)}"
+                       + (f", first instead {printable(first)}" if first else ""))
     return out + ([""] if out else [])
 
 
