@@ -525,3 +525,15 @@ def test_one_measurable_question_is_refused_before_any_work(tmp_path, no_work, c
     docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl", QUESTIONS[:1])
     assert main(["eval", str(docs), "--questions", str(questions), "--out", str(tmp_path / "out")]) == 2
     assert "1 question of" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_a_cache_that_cannot_be_written_is_refused_before_any_work(tmp_path, no_work, capsys):
+    docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl")
+    (tmp_path / "a-file").write_text("not a folder", encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--cache-dir", str(tmp_path / "a-file" / "cache"),
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be written" in err and "--cache-dir DIR or the environment variable RAGCOURSE_CACHE" in err
+    assert not (tmp_path / "out").exists()
+    assert main(["index", str(docs), "--out", str(tmp_path / "idx"), "--cache-dir", str(tmp_path / "a-file")]) == 2
+    assert "cannot be written" in capsys.readouterr().err

@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
@@ -171,8 +172,7 @@ def _index(args: argparse.Namespace) -> int:
     from ..dense import load_embedder
     from ..index import sync_folder
 
-    cache = Path(args.cache_dir) if args.cache_dir else _user_cache()  # the reader's own, never the checkout
-    embedder = load_embedder(cache / "embeddings")  # the model loads only if some chunk text is not in the index
+    embedder = load_embedder(_cache(args, args.folder) / "embeddings")  # the model loads only for new text
     report = sync_folder(Path(args.folder), Path(args.out), embed=embedder.encode, model_name=embedder.name,
                          dim=lambda: embedder.dim, strategy=args.strategy, wait=not args.no_wait,
                          notify=lambda message: print(f"ragcourse index: {message}", file=sys.stderr, flush=True))
@@ -318,8 +318,7 @@ def _eval(args: argparse.Namespace) -> int:
     labels = [label_of(s, m, r) for s in args.strategies for m in args.methods for r in (False, True)[:1 + args.rerank]]
     if args.baseline is not None and args.baseline not in labels:
         raise ValueError(f"--baseline {args.baseline!r} is not one of this command's runs: {labels}")
-    cache = Path(args.cache_dir) if args.cache_dir else _user_cache()
-    report.refuse_inside(cache, args.docs_dir, "--cache-dir")
+    cache = _cache(args, args.docs_dir)
     out = report.prepare_out(args.out, args.docs_dir)  # refused before any work, if it could lose a file
     settings = Settings(tuple(args.strategies), tuple(args.methods), args.rerank, tuple(args.k), args.baseline,
                         _reranker_factory(cache))
@@ -333,10 +332,22 @@ def _eval(args: argparse.Namespace) -> int:
     return 1 if checked.rejected else 0
 
 
-def _user_cache() -> Path:
+def _cache(args: argparse.Namespace, docs: str) -> Path:
+    """The reader's embedding cache (--cache-dir, else $RAGCOURSE_CACHE, else the user cache folder; never the
+    checkout nor the documents folder `docs`), checked writable before any work, else a ValueError saying why."""
     from ..paths import user_cache_dir
+    from .report import refuse_inside
 
-    return user_cache_dir()
+    cache = Path(args.cache_dir) if args.cache_dir else user_cache_dir()
+    refuse_inside(cache, docs, "--cache-dir")
+    try:
+        (cache / "embeddings").mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=cache / "embeddings"):
+            pass
+    except OSError as err:
+        raise ValueError(f"the embedding cache {str(cache)!r} cannot be written ({err.strerror or err}): choose "
+                         "another with --cache-dir DIR or the environment variable RAGCOURSE_CACHE") from None
+    return cache
 
 
 def _print_outcome(results: dict, corpus, questions, written: list[Path], cache: Path) -> None:
