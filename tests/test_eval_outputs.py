@@ -537,3 +537,15 @@ def test_a_cache_that_cannot_be_written_is_refused_before_any_work(tmp_path, no_
     assert not (tmp_path / "out").exists()
     assert main(["index", str(docs), "--out", str(tmp_path / "idx"), "--cache-dir", str(tmp_path / "a-file")]) == 2
     assert "cannot be written" in capsys.readouterr().err
+
+
+def test_question_ids_with_spaces_keep_the_trec_files_six_and_four_columns(tmp_path, stand_in):
+    docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
+    rows = [{**q, "id": f"my question {i}\n"} for i, q in enumerate(QUESTIONS)]
+    questions = write_questions(tmp_path / "q.jsonl", rows)
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
+    run = [line.split(" ") for line in (out / "run-E-bm25.trec").read_text(encoding="utf-8").splitlines()]
+    qrels = [line.split(" ") for line in (out / "qrels-E.trec").read_text(encoding="utf-8").splitlines()]
+    assert {len(p) for p in run} == {6} and {len(p) for p in qrels} == {4}
+    assert {p[0] for p in qrels} == {report.trec_id(f"my question {i}\n/{ph}") for i in range(5) for ph in
+                                     ("doc", "ticket")}

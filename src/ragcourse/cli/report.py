@@ -93,7 +93,7 @@ def slug(label: str) -> str:
 
 
 def trec_id(chunk_id: str) -> str:
-    """A chunk id without whitespace (TREC splits on it): `trec_id("my notes.md#0-9") -> "my%20notes.md#0-9"`."""
+    """A chunk or query id without whitespace (TREC splits on it): `trec_id("my notes.md#0") -> "my%20notes.md#0"`."""
     return quote(chunk_id, safe="/#,-._~")
 
 
@@ -101,14 +101,15 @@ def trec_run(run: Run) -> str:
     """The run in TREC format (`qid Q0 docno rank score tag`), scores falling with rank so no tool reorders it."""
     lines = []
     for query, ids in run.top.items():
-        lines += [f"{query} Q0 {trec_id(c)} {r} {len(ids) - r + 1} {slug(run.label)}" for r, c in enumerate(ids, 1)]
+        qid = trec_id(query)
+        lines += [f"{qid} Q0 {trec_id(c)} {r} {len(ids) - r + 1} {slug(run.label)}" for r, c in enumerate(ids, 1)]
     return "\n".join(lines) + "\n"
 
 
 def trec_qrels(run: Run) -> str:
     """Relevance judgements in TREC format (`qid 0 docno 1`): the chunk holding each query's needle."""
     held = [(d["query"], d["needle_chunk"]) for d in run.details if d["needle_chunk"] is not None]
-    rows = [f"{query} 0 {trec_id(chunk['id'])} 1" for query, chunk in held]
+    rows = [f"{trec_id(query)} 0 {trec_id(chunk['id'])} 1" for query, chunk in held]
     return "\n".join(rows) + "\n"
 
 
