@@ -231,6 +231,8 @@ HOSTILE = [  # (file bytes, the line named, what is said about it); the three go
     (GOOD.encode() + b'{"id": "x", "needle": "Coil the rope", "question": "?", "doc": "diagram.txt"}\n', 4,
      "document 'diagram.txt' could not be read (binary content (PNG image), not text)"),
     (GOOD.encode() + b'{"id": "x", "needle": "caf\xe9", "question": "?"}\n', 4, "not UTF-8 text"),
+    (GOOD.encode() + b'{"id": "x", "needle": "Nowhere at all.", "question": "?"}\n', 4,
+     "needle not found in the corpus: 'Nowhere at all.' (1 file(s) could not be read: it may be in one of them)"),
     (GOOD.encode() + b"// a comment in the wrong syntax\n", 4, "not valid JSON"),
     (b"\xef\xbb\xbf# my questions\r\n\r\n" + GOOD.replace("\n", "\r\n").encode() + b"{oops\r\n", 6,
      "not valid JSON"),

@@ -84,6 +84,19 @@ def printable(text: str) -> str:
     return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode() for ch in text)
 
 
+def _utf8(name: str) -> bool:
+    """Whether a path's name decoded from UTF-8 (a byte that did not is a lone surrogate, unprintable and unsavable).
+
+    >>> _utf8("café.md"), _utf8(os.fsdecode(b"caf\\xe9.md"))
+    (True, False)
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _sort_key(relative: str) -> tuple[str, ...]:
     return PurePosixPath(relative).parts
 
@@ -187,8 +200,10 @@ def walk(folder: str | Path, exclude: tuple[Path, ...] = ()) -> Walk:
         for entry in entries:
             path = Path(entry.path)
             name = path.relative_to(root).as_posix()
-            why = problem(path, root)
-            if why == "a folder, not a file" and not path.is_symlink():
+            why = problem(path, root) if _utf8(name) else "file name is not UTF-8: rename it to be read"
+            if not _utf8(name):
+                problems.append(Failure(os.fsencode(name).decode("utf-8", "backslashreplace"), why))
+            elif why == "a folder, not a file" and not path.is_symlink():
                 if entry.name.startswith("."):
                     skipped.append(name + "/")
                 elif path.resolve() not in excluded:

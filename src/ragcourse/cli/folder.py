@@ -140,7 +140,12 @@ def _folder_question(r: dict, folder: _Folder) -> Question:
         raise GroundTruthError(f"{r['id']}: {_unknown_doc(r['doc'], folder)}")
     doc = r.get("doc") or next((i for i, t in folder.texts.items() if needle in t), folder.documents[0].id)
     question = Question(r["id"], doc, r["needle"], r["question"], r.get("ticket", "").strip())
-    check_needle(question, list(folder.documents), collapsed=folder.texts)
+    try:
+        check_needle(question, list(folder.documents), collapsed=folder.texts)
+    except GroundTruthError as err:
+        unread = len(folder.failed) if "needle not found" in str(err) else 0
+        raise GroundTruthError(str(err) + (f" ({unread} file(s) could not be read: it may be in one of them)"
+                                           if unread else "")) from None
     return question
 
 
