@@ -551,3 +551,14 @@ def test_question_ids_with_spaces_keep_the_trec_files_six_and_four_columns(tmp_p
     assert {len(p) for p in run} == {6} and {len(p) for p in qrels} == {4}
     assert {p[0] for p in qrels} == {report.trec_id(f"my question {i}\n/{ph}") for i in range(5) for ph in
                                      ("doc", "ticket")}
+
+
+def test_a_doc_written_by_hand_as_a_relative_path_is_found(tmp_path, stand_in):
+    docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
+    rows = [{**q, "doc": d} for q, d in zip(QUESTIONS, ["./rope.rst", "rope.rst", ".\\tents.rst", "stoves.rst",
+                                                        "stoves.rst"], strict=True)]
+    questions = write_questions(tmp_path / "q.jsonl", rows)
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert [d["doc"] for d in results["runs"][0]["per_query"][::2]] == [
+        "rope.rst", "rope.rst", "tents.rst", "stoves.rst", "stoves.rst"]

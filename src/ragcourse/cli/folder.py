@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..chunking import paragraph_spans, sentence_spans
 from ..corpus import Document, collapse
@@ -113,6 +113,15 @@ class _Folder:
                    {d.id: collapse(d.title) for d in documents}, {f.path: f.reason for f in failed})
 
 
+def doc_id(path: str) -> str:
+    """A `doc` as written by hand, as the folder's ids are: "/"-separated, relative, without "./".
+
+    >>> doc_id("./billing\\\\refunds.md"), doc_id("billing//refunds.md")
+    ('billing/refunds.md', 'billing/refunds.md')
+    """
+    return PurePosixPath(path.strip().replace("\\", "/")).as_posix()
+
+
 def _unknown_doc(doc: str, folder: _Folder) -> str:
     """Why `doc` names no document of the folder: it failed to read, or it is not there (a close name offered)."""
     import difflib
@@ -136,9 +145,10 @@ def _folder_question(r: dict, folder: _Folder) -> Question:
     if titled is not None:
         raise GroundTruthError(f"{r['id']}: needle is (part of) the title of {titled!r} "
                                f"({folder.titles[titled]!r}): choose a sentence of the text, not a heading")
-    if r.get("doc") and r["doc"] not in folder.texts:
-        raise GroundTruthError(f"{r['id']}: {_unknown_doc(r['doc'], folder)}")
-    doc = r.get("doc") or next((i for i, t in folder.texts.items() if needle in t), folder.documents[0].id)
+    given = doc_id(r["doc"]) if r.get("doc", "").strip() else None
+    if given is not None and given not in folder.texts:
+        raise GroundTruthError(f"{r['id']}: {_unknown_doc(given, folder)}")
+    doc = given or next((i for i, t in folder.texts.items() if needle in t), folder.documents[0].id)
     question = Question(r["id"], doc, r["needle"], r["question"], r.get("ticket", "").strip())
     try:
         check_needle(question, list(folder.documents), collapsed=folder.texts)
