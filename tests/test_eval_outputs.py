@@ -562,3 +562,15 @@ def test_a_doc_written_by_hand_as_a_relative_path_is_found(tmp_path, stand_in):
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert [d["doc"] for d in results["runs"][0]["per_query"][::2]] == [
         "rope.rst", "rope.rst", "tents.rst", "stoves.rst", "stoves.rst"]
+
+
+def test_max_bytes_sets_the_size_limit_and_the_terminal_says_so(tmp_path, stand_in, capsys):
+    docs, questions, out = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl"), tmp_path / "out"
+    (docs / "big.md").write_text("# Big\n\n" + "Filler words for a large page. " * 100, encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--max-bytes", "1000",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    hint = "  (a larger file is read with --max-bytes N)"
+    assert "  FAILED big.md: too large: 3107 bytes > limit of 1000 bytes\n" + hint in printed
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
+    assert "FAILED" not in capsys.readouterr().out

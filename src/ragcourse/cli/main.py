@@ -307,7 +307,7 @@ def _eval(args: argparse.Namespace) -> int:
     from .folder import CheckedQuestions, load_folder_out_of_domain, read_folder
     from .runs import Settings, label_of, measure
 
-    whole = read_folder(Path(args.docs_dir))
+    whole = read_folder(Path(args.docs_dir), max_bytes=args.max_bytes)
     corpus = _readable_folder(whole, args)
     _refuse_empty(corpus, args.docs_dir)
     checked = _checked_questions(args, whole, {d.id for d in corpus.documents})
@@ -360,6 +360,8 @@ def _print_outcome(results: dict, corpus, questions, written: list[Path], cache:
           + f"; {len(results['runs'])} runs")
     for failure in c["failed"]:
         print(f"  FAILED {report.printable(failure['path'])}: {failure['reason']}")
+    if any(f["reason"].startswith("too large") for f in c["failed"]):
+        print("  (a larger file is read with --max-bytes N)")
     if c["skipped"]:
         print(f"  {len(c['skipped'])} file(s) skipped: not documents by type (listed in the report)")
     print()
@@ -389,6 +391,7 @@ def _needles(args: argparse.Namespace) -> int:
 def _folder_commands(sub) -> None:
     """The `eval` and `needles` subcommands: the book's measurements on a folder of your own."""
     from ..chunking import STRATEGIES
+    from ..documents import MAX_BYTES
     from ..pipeline import METHODS
 
     epilog = ("QUESTIONS.jsonl: one JSON object a line with id, needle, question and optional ticket and doc "
@@ -413,6 +416,9 @@ def _folder_commands(sub) -> None:
     v.add_argument("--methods", type=_choice_list("methods", METHODS), default=list(METHODS),
                    help=f"comma-separated retrieval methods from {','.join(METHODS)} (default all)")
     v.add_argument("--rerank", action="store_true", help="also run each with the default reranker (chapter 5)")
+    v.add_argument("--max-bytes", type=_count("max-bytes"), default=MAX_BYTES, metavar="N",
+                   help=f"a file larger than N bytes is listed as too large, not read (default {MAX_BYTES:,}; a PDF "
+                        "full of images may need more)")
     _eval_options(v)
     n = sub.add_parser("needles", help="print a questions template (JSONL): candidate needles to write questions for",
                        description="Print up to N sentences of DOCS_DIR that occur exactly once and outside "
