@@ -405,3 +405,19 @@ def test_the_command_caches_vectors_in_the_users_cache_never_the_checkout(tmp_pa
     assert asked == [tmp_path / "mine" / "embeddings", tmp_path / "other" / "embeddings"]
     assert any((tmp_path / "mine" / "embeddings").iterdir()) and dense.CACHE_DIR not in asked
     assert "  FAILED bad\\nname.md: empty file (0 bytes)" in capsys.readouterr().out.splitlines()
+
+
+def test_a_folder_of_the_users_own_files_is_never_made_an_index(tmp_path, capsys):
+    """`ragcourse index DOCS --out ~/work` wrote manifest.json, writer.lock and v000001 among the user's files,
+    and its leftover cleaning deletes by name; a folder holding anything an index never writes is refused."""
+    docs, mine = write_pages(tmp_path / "docs", range(2)), tmp_path / "mine"
+    (mine / "photos").mkdir(parents=True)
+    (mine / "notes.txt").write_text("keep", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"'.*mine' holds files that are not an index \(notes.txt, photos\)"):
+        sync(docs, mine)
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "photos"]
+    assert main(["index", str(docs), "--out", str(mine)]) == 2
+    assert "holds files that are not an index" in capsys.readouterr().err
+    sync(docs, tmp_path / "idx")
+    (tmp_path / "idx" / "v000001.tmp-99999").mkdir()  # a killed writer's leftover is still the index's own
+    assert sync(docs, tmp_path / "idx").index.records
