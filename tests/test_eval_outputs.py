@@ -574,3 +574,12 @@ def test_max_bytes_sets_the_size_limit_and_the_terminal_says_so(tmp_path, stand_
     assert "  FAILED big.md: too large: 3107 bytes > limit of 1000 bytes\n" + hint in printed
     assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
     assert "FAILED" not in capsys.readouterr().out
+
+
+def test_thousands_of_bad_lines_are_counted_not_flooded(tmp_path, stand_in, capsys):
+    docs, out, path = write_folder(tmp_path / "docs"), tmp_path / "out", tmp_path / "q.jsonl"
+    path.write_text(GOOD + "not json\n" * 5000, encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(path), "--methods", "bm25", "--out", str(out)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 21 and err[-1].startswith("ragcourse eval: ... and 4980 more line(s) left out")
+    assert len(json.loads((out / "results.json").read_text(encoding="utf-8"))["questions"]["rejected"]) == 5000

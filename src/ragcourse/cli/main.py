@@ -272,14 +272,26 @@ def _readable_folder(corpus, args: argparse.Namespace):
     return dataclasses.replace(corpus, documents=tuple(d for d in corpus.documents if d.id in allowed))
 
 
+#: How many left-out lines stderr names one by one (the report lists them all).
+SHOWN_LEFT_OUT = 20
+
+
+def _tell_left_out(rejected) -> None:
+    """Each left-out line on stderr, the first SHOWN_LEFT_OUT of them; the rest counted."""
+    for item in rejected[:SHOWN_LEFT_OUT]:
+        print(f"ragcourse eval: left out {item}", file=sys.stderr)
+    if len(rejected) > SHOWN_LEFT_OUT:
+        print(f"ragcourse eval: ... and {len(rejected) - SHOWN_LEFT_OUT} more line(s) left out, each listed in "
+              "report.html and results.json", file=sys.stderr)
+
+
 def _checked_questions(args: argparse.Namespace, whole, readable: set[str]):
     """The questions file checked line by line: each bad line named on stderr and left out, the rest kept;
     ValueError when none is left to measure."""
     from .folder import CheckedQuestions, check_folder_questions
 
     checked = check_folder_questions(args.questions, whole.documents, whole.failed)
-    for rejected in checked.rejected:
-        print(f"ragcourse eval: left out {rejected}", file=sys.stderr)
+    _tell_left_out(checked.rejected)
     if not checked.questions:
         raise ValueError(f"no question of {args.questions} can be measured: {len(checked.rejected)} line(s) "
                          "left out, each named above")
@@ -312,8 +324,7 @@ def _eval(args: argparse.Namespace) -> int:
     _refuse_empty(corpus, args.docs_dir)
     checked = _checked_questions(args, whole, {d.id for d in corpus.documents})
     ood, left_out = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else ([], ())
-    for rejected in left_out:
-        print(f"ragcourse eval: left out {rejected}", file=sys.stderr)
+    _tell_left_out(left_out)
     checked = CheckedQuestions(checked.questions, checked.rejected + left_out)
     labels = [label_of(s, m, r) for s in args.strategies for m in args.methods for r in (False, True)[:1 + args.rerank]]
     if args.baseline is not None and args.baseline not in labels:
