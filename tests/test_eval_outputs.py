@@ -583,3 +583,14 @@ def test_thousands_of_bad_lines_are_counted_not_flooded(tmp_path, stand_in, caps
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 21 and err[-1].startswith("ragcourse eval: ... and 4980 more line(s) left out")
     assert len(json.loads((out / "results.json").read_text(encoding="utf-8"))["questions"]["rejected"]) == 5000
+
+
+def test_a_questions_file_whose_name_is_not_utf8_still_gets_its_report(tmp_path, stand_in):
+    """The left-out line's `file:line` held a lone surrogate, and writing results.json failed after all the work."""
+    docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
+    name = os.path.join(os.fsencode(tmp_path), b"q\xe9.jsonl")
+    with open(name, "wb") as handle:
+        handle.write(GOOD.encode() + b"not json\n")
+    assert main(["eval", str(docs), "--questions", os.fsdecode(name), "--methods", "bm25", "--out", str(out)]) == 1
+    rejected = json.loads((out / "results.json").read_text(encoding="utf-8"))["questions"]["rejected"]
+    assert [r["where"] for r in rejected] == [f"{tmp_path}/q\\xe9.jsonl:4"]

@@ -13,6 +13,7 @@ Leaves out: JSON5, YAML, CSV, and repairing a line (a rejected line is never gue
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,15 @@ class Rejected:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.reason}"
+
+
+def where(path: str | Path, line: int) -> str:
+    """`file:line`, savable as UTF-8 whatever the file's name (bytes that are not UTF-8 written as escapes).
+
+    >>> where(os.fsdecode(b"q\\xe9.jsonl"), 4)
+    'q\\\\xe9.jsonl:4'
+    """
+    return f"{os.fsencode(str(path)).decode('utf-8', 'backslashreplace')}:{line}"
 
 
 def file_bytes(path: Path) -> bytes:
@@ -144,7 +154,7 @@ def parse_records(path: str | Path, required: Sequence[str], optional: Sequence[
         if why is None and "id" in required and item["id"] in first:
             why = f"duplicate id {item['id']!r} (first on line {first[item['id']]})"
         if why is not None:
-            rejected.append(Rejected(f"{path}:{number}", why))
+            rejected.append(Rejected(where(path, number), why))
             continue
         if "id" in required:
             first[item["id"]] = number

@@ -25,7 +25,7 @@ from ..chunking import paragraph_spans, sentence_spans
 from ..corpus import Document, collapse
 from ..documents import MAX_BYTES, ExtractionError, Failure, read_document, walk
 from ..groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle
-from ..records import RecordsError, Rejected, parse_records
+from ..records import RecordsError, Rejected, parse_records, where
 
 __all__ = ["Failure", "FolderCorpus", "read_folder", "read_document", "check_folder_questions", "load_folder_questions"]
 
@@ -180,7 +180,7 @@ def check_folder_questions(path: str | Path, documents: Sequence[Document],
         try:
             questions.append(_folder_question(record, folder))
         except GroundTruthError as err:
-            rejected.append(Rejected(f"{path}:{number}", shorten(str(err), REASON_CHARS)))
+            rejected.append(Rejected(where(path, number), shorten(str(err), REASON_CHARS)))
     rejected.sort(key=lambda r: int(r.where.rsplit(":", 1)[1]))
     return CheckedQuestions(tuple(questions), tuple(rejected))
 
