@@ -174,7 +174,7 @@ def test_search_queries_writes_one_json_line_per_query(corpus, tmp_path, capsys)
     ('{"id": "b"}', ":2: required fields ['id', 'query']"),
     ('{"id": "b", "query": "x"', ":2: not valid JSON"),
     ('["b", "x"]', ":2: expected a JSON object"),
-    ('{"id": "a", "query": "again"}', "duplicate ids ['a']"),
+    ('{"id": "a", "query": "again"}', ":2: duplicate id 'a' (first on line 1)"),
 ])
 def test_search_queries_with_a_malformed_line_exits_2_naming_it(tmp_path, capsys, second_line, message):
     path = tmp_path / "q.jsonl"

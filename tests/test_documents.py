@@ -195,3 +195,35 @@ def test_reading_a_link_out_of_its_folder_directly_is_refused_too(tricky):
     docs, _ = tricky
     with pytest.raises(ExtractionError, match="outside the folder: not followed"):
         read_document(docs / "leak.md", "leak.md")
+
+
+def test_a_file_nested_past_the_parsers_limits_fails_alone(tmp_path):
+    """A list nested 200 deep (RST) or 5,000 nested <div>s (HTML) took the whole eval down with 'maximum
+    recursion depth exceeded'; each now fails with its reason and the other files are read."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "deep.rst").write_text("Deep\n====\n\n" + "".join(f"{' ' * 2 * i}- item {i}\n\n" for i in range(200)),
+                                     encoding="utf-8")
+    (folder / "deep.html").write_text("<div>" * 5000 + "<p>Deep.</p>" + "</div>" * 5000, encoding="utf-8")
+    (folder / "fine.md").write_text("# Fine\n\nA plain sentence.\n", encoding="utf-8")
+    corpus = read_folder(folder)
+    assert [d.id for d in corpus.documents] == ["fine.md"]
+    reasons = {f.path: f.reason for f in corpus.failed}
+    assert set(reasons) == {"deep.rst", "deep.html"}
+    assert all(r.startswith("could not be parsed as .") and "RecursionError" in r for r in reasons.values())
+
+
+def test_a_file_name_that_is_not_utf8_fails_alone_and_prints(tmp_path):
+    """One such name stopped the whole eval ('surrogates not allowed' when the report was written)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "fine.md").write_text("# Fine\n\nA plain sentence.\n", encoding="utf-8")
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.md"), "wb") as handle:
+        handle.write(b"# Cafe\n\nEspresso at nine.\n")
+    os.mkdir(os.path.join(os.fsencode(folder), b"d\xe9j\xe0"))
+    corpus = read_folder(folder)
+    assert [d.id for d in corpus.documents] == ["fine.md"]
+    assert [(f.path, f.reason) for f in corpus.failed] == [
+        ("caf\\xe9.md", "file name is not UTF-8: rename it to be read"),
+        ("d\\xe9j\\xe0", "file name is not UTF-8: rename it to be read")]
+    json.dumps([f.path for f in corpus.failed], ensure_ascii=False).encode("utf-8")  # savable and printable

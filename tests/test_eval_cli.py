@@ -214,15 +214,13 @@ def test_questions_with_bom_and_crlf_are_accepted(docs, tmp_path):
     ({"id": "x", "needle": "Boiling water", "question": "?", "answer": "y"}, "unexpected ['answer']"),
     ({"id": "x", "question": "?"}, "missing ['needle']"),
 ])
-def test_a_bad_question_names_its_line_and_reason_and_exits_2(docs, tmp_path, capsys, record, reason):
+def test_a_bad_question_names_its_line_and_reason(docs, tmp_path, record, reason):
+    """Strictly (`load_folder_questions`) the line is an error; `eval` leaves it out (test_eval_outputs.py)."""
     path = tmp_path / "q.jsonl"
     path.write_text(questions_text() + "\n" + json.dumps(record) + "\n", encoding="utf-8")
     with pytest.raises(GroundTruthError) as err:
         load_folder_questions(path, read_folder(docs).documents)
     assert f"{path}:8: " in str(err.value) and reason in str(err.value)
-    assert main(["eval", str(docs), "--questions", str(path), "--out", str(tmp_path / "out")]) == 2
-    assert "q.jsonl:8: " in capsys.readouterr().err
-    assert not (tmp_path / "out").exists()
 
 
 def test_needles_are_unique_and_never_headings(docs, capsys):
@@ -400,7 +398,8 @@ def deny(path):
 def test_eval_writes_results_json_as_specified(evaluated):
     out = evaluated[1] / "out"
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert list(results) == ["corpus", "ks", "runs", "paired", "sweep"]
+    assert list(results) == ["corpus", "questions", "ks", "runs", "paired", "sweep"]
+    assert results["questions"] == {"measured": 6, "rejected": []}
     assert results["ks"] == [1, 4, 8, 20]
     corpus = results["corpus"]
     assert list(corpus) == ["documents", "characters", "sections", "failed", "skipped"]

@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+from collections import Counter
+from unittest.mock import ANY
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragcourse import dense
-from ragcourse.cli import main, report
+from ragcourse.cli import main, report, runs
+from ragcourse.evaluation import share_over_questions
 
 ROPE = """Rope handling
 =============
@@ -199,17 +205,94 @@ def test_an_unknown_baseline_or_k_exits_2(tmp_path, stand_in, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_title_is_refused_as_a_needle(tmp_path, stand_in, capsys):
-    docs = write_folder(tmp_path / "docs")
+def test_a_title_or_heading_as_needle_costs_only_its_own_line(tmp_path, stand_in, capsys):
+    docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
     questions = write_questions(tmp_path / "q.jsonl", QUESTIONS + [
-        {"id": "title", "needle": "Stove safety", "question": "What is the stove page called?"}])
-    assert main(["eval", str(docs), "--questions", str(questions), "--out", str(tmp_path / "out")]) == 2
+        {"id": "title", "needle": "Stove safety", "question": "What is the stove page called?"},
+        {"id": "head", "needle": "Repairs", "question": "Which section covers repairs?"}])
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert "q.jsonl:6: title: needle is (part of) the title of 'stoves.rst' ('Stove safety')" in err
-    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS + [
-        {"id": "head", "needle": "Repairs", "question": "Which section covers repairs?"}])
+    assert "q.jsonl:7: head: needle is (part of) a section heading: 'Repairs'" in err
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["questions"]["measured"] == 5 and results["runs"][0]["queries"] == 10
+    assert [r["where"].rsplit("/", 1)[1] for r in results["questions"]["rejected"]] == ["q.jsonl:6", "q.jsonl:7"]
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "Questions left out" in page and "needle is (part of) a section heading" in page
+
+
+GOOD = "".join(json.dumps(r) + "\n" for r in QUESTIONS[:3])
+HOSTILE = [  # (file bytes, the line named, what is said about it); the three good questions are always measured
+    (GOOD.encode() + b'{"id": "knot", "needle": "Coil the rope", "question": "?"}\n', 4,
+     "duplicate id 'knot' (first on line 1)"),
+    (GOOD.encode() + b'{"id": "x", "question": "no needle"}\n', 4, "missing ['needle']"),
+    (GOOD.encode() + b'{"id": "x", "needle": "Coil the rope", "question": "?", "doc": "ropes.rst"}\n', 4,
+     "unknown document 'ropes.rst' (a path relative to DOCS_DIR; 3 documents were read); did you mean 'rope.rst'?"),
+    (GOOD.encode() + b'{"id": "x", "needle": "Coil the rope", "question": "?", "doc": "diagram.txt"}\n', 4,
+     "document 'diagram.txt' could not be read (binary content (PNG image), not text)"),
+    (GOOD.encode() + b'{"id": "x", "needle": "caf\xe9", "question": "?"}\n', 4, "not UTF-8 text"),
+    (GOOD.encode() + b'{"id": "x", "needle": "Nowhere at all.", "question": "?"}\n', 4,
+     "needle not found in the corpus: 'Nowhere at all.' (1 file(s) could not be read: it may be in one of them)"),
+    (GOOD.encode() + b"// a comment in the wrong syntax\n", 4, "not valid JSON"),
+    (b"\xef\xbb\xbf# my questions\r\n\r\n" + GOOD.replace("\n", "\r\n").encode() + b"{oops\r\n", 6,
+     "not valid JSON"),
+    (GOOD.encode() + b'{"id": "x", "needle": "Coil the rope", "question": "   "}\n', 4, "'question' is blank"),
+]
+
+
+@pytest.mark.parametrize(("content", "line", "reason"), HOSTILE)
+def test_one_bad_question_costs_only_itself(tmp_path, stand_in, capsys, content, line, reason):
+    docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
+    (docs / "diagram.txt").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(8))  # a document that fails to read
+    path = tmp_path / "q.jsonl"
+    path.write_bytes(content)
+    assert main(["eval", str(docs), "--questions", str(path), "--methods", "bm25", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"ragcourse eval: left out {path}:{line}: " in err and reason in err and "Traceback" not in err
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["questions"] == {"measured": 3, "rejected": [{"where": f"{path}:{line}", "reason": ANY}]}
+    assert [d["question"] for d in results["runs"][0]["per_query"][::2]] == ["knot", "dry", "pitch"]
+
+
+def test_a_json_array_is_read_as_its_objects(tmp_path, stand_in):
+    docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(QUESTIONS, indent=1), encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(path), "--methods", "bm25", "--out", str(out)]) == 0
+    assert json.loads((out / "results.json").read_text(encoding="utf-8"))["questions"]["measured"] == 5
+
+
+def _fifo(path):
+    os.mkfifo(path)
+
+
+def _loop(path):
+    path.symlink_to(path)
+
+
+@pytest.mark.parametrize(("make", "reason"), [
+    (lambda p: None, "file not found"),
+    (lambda p: p.mkdir(), "is a folder, not a file"),
+    (_fifo, "a named pipe (FIFO), not a file: never opened"),
+    (_loop, "symbolic link loop"),
+    (lambda p: p.write_text("{}\n" * 3, encoding="utf-8"), "no question of"),
+])
+def test_a_questions_path_that_is_not_a_file_of_questions_exits_2(tmp_path, no_work, capsys, make, reason):
+    docs, path = write_folder(tmp_path / "docs"), tmp_path / "q.jsonl"
+    make(path)
+    assert main(["eval", str(docs), "--questions", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ragcourse eval: ") and str(path) in err and reason in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_too_many_questions_are_refused_before_any_work(tmp_path, no_work, capsys, monkeypatch):
+    from ragcourse.cli import folder
+
+    monkeypatch.setattr(folder, "MAX_QUESTIONS", 4)
+    docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl")
     assert main(["eval", str(docs), "--questions", str(questions), "--out", str(tmp_path / "out")]) == 2
-    assert "needle is (part of) a section heading: 'Repairs'" in capsys.readouterr().err
+    assert "5 questions; eval measures at most 4" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- never lose a user's file
@@ -276,3 +359,238 @@ def test_the_needles_template_names_its_blanks_and_is_accepted_once_filled(tmp_p
                  "--methods", "bm25", "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["runs"][0]["queries"] == 4  # a blank ticket is no ticket
+
+
+# ---------------------------------------------------------------- intervals around the number shown
+
+
+@given(st.lists(st.tuples(st.booleans(), st.one_of(st.none(), st.booleans())), min_size=2, max_size=60))
+@settings(max_examples=200, deadline=None)
+def test_the_recall_interval_holds_the_recall_shown(questions):
+    """Each question asked once or twice (a ticket or not): the interval is around the plain mean over queries,
+    and equals the interval over questions when every question has as many phrasings."""
+    ids, flags = [], []
+    for i, (doc, ticket) in enumerate(questions):
+        ids.append(f"q{i}/doc")
+        flags.append(doc)
+        if ticket is not None:
+            ids.append(f"q{i}/ticket")
+            flags.append(ticket)
+    value, low, high = runs.query_share(ids, flags)
+    assert value == pytest.approx(np.mean(flags)) and 0 <= low <= value + 1e-12 and value - 1e-12 <= high <= 1
+    if all(t is None for _, t in questions) or all(t is not None for _, t in questions):
+        assert (value, low, high) == pytest.approx(tuple(share_over_questions(ids, flags)), abs=1e-12)
+
+
+def test_uneven_phrasings_once_put_the_interval_beside_the_recall(tmp_path):
+    """9,000 questions, a third with a ticket: the interval over question means excluded the query mean, and
+    the report's plot refused negative error bars (the whole run was lost at the last step)."""
+    ids = [f"q{i}/{p}" for i in range(900) for p in (("doc", "ticket") if i % 3 == 0 else ("doc",))]
+    flags = [p.endswith("doc") for p in ids]
+    _, old_low, old_high = share_over_questions(ids, flags)
+    value, low, high = runs.query_share(ids, flags)
+    assert not old_low <= value <= old_high and low <= value <= high
+    results = {"ks": [1], "runs": [{"label": "E/bm25", "recall": {"1": round(value, 3)},
+                                    "recall_interval": {"1": [round(low, 3), round(high, 3)]}}]}
+    assert report.recall_plot(results["runs"], [1]).startswith("<img")
+
+
+def test_queries_asked_in_the_same_words_each_get_their_own_time(monkeypatch):
+    """The clock sees only a query's text: three queries in the same words once each got the time of all three."""
+    ticks = iter(range(100))
+    monkeypatch.setattr(runs.time, "perf_counter", lambda: next(ticks) / 1000)  # every call lasts 1 ms
+    clock = runs._Clock()
+    rank = clock.wrap(lambda text: [0])
+    texts = ["same", "same", "same", "other"]
+    for text in texts:
+        rank(text)
+    assert [clock.per_query(t, Counter(texts)) for t in ("same", "other")] == [1.0, 1.0]
+
+
+# ---------------------------------------------------------------- the report, read on a phone and at a terminal
+
+
+def test_the_report_fits_a_phone_and_captions_its_figures(rst_eval):
+    out, _, printed = rst_eval
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<meta name='viewport' content='width=device-width, initial-scale=1'>" in page
+    assert page.count("<table") == page.count("<div class='scroll'><table")  # wide tables scroll in their box
+    assert page.count("<figure>") == page.count("<figcaption>Figure ") == page.count("<img") == 1  # no sweep here
+    assert 'alt="plot"' not in page
+
+
+def test_the_terminal_names_the_missed_queries(tmp_path, stand_in, capsys):
+    docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
+    questions = write_questions(tmp_path / "q.jsonl")
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--k", "1",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    missed = report.missed(results["runs"][0], 1)
+    assert missed and f"E/bm25: {len(missed)} of 10 queries missed at 1" in printed
+    for d in missed[:3]:
+        assert f"  {d['query']} (rank {d['rank']}): {d['text']!r} needle in {d['needle_chunk']['locator']}" in printed
+
+
+# ---------------------------------------------------------------- command-line conventions
+
+
+def test_a_cache_inside_the_documents_is_refused_before_any_work(tmp_path, no_work, capsys):
+    docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl")
+    assert main(["eval", str(docs), "--questions", str(questions), "--cache-dir", str(docs / "cache"),
+                 "--out", str(tmp_path / "out")]) == 2
+    assert f"--cache-dir {str(docs / 'cache')!r} is inside DOCS_DIR" in capsys.readouterr().err
+    assert not (docs / "cache").exists() and not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_exits_130_with_one_line_and_no_traceback(tmp_path, monkeypatch, capsys):
+    import importlib
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib.import_module("ragcourse.cli.main"), "_eval", interrupted)
+    docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl")
+    assert main(["eval", str(docs), "--questions", str(questions), "--out", str(tmp_path / "out")]) == 130
+    assert capsys.readouterr().err == "\nragcourse eval: interrupted: nothing more was written\n"
+
+
+def test_a_reader_closing_the_pipe_ends_the_command_quietly(tmp_path):
+    import subprocess
+    import sys
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "many.md").write_text("\n\n".join(f"Sentence number {i} says something rather long about item {i}."
+                                              for i in range(3000)), encoding="utf-8")
+    child = subprocess.Popen([sys.executable, "-m", "ragcourse", "needles", str(docs), "--n", "3000"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdout.readline()
+    child.stdout.close()  # as `| head -1` does
+    assert child.wait(timeout=120) == 141
+    assert child.stderr.read() == b""
+
+
+def test_a_bad_out_of_domain_line_costs_only_itself(tmp_path, stand_in, capsys):
+    docs, questions, out = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl"), tmp_path / "out"
+    ood = tmp_path / "ood.jsonl"
+    ood.write_text('{"id": "o1", "query": "Best lasagna recipe?"}\n{"id": "o2"}\n'
+                   '{"id": "o3", "query": "Capital of Mongolia?", "kind": "absurd"}\n', encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--out-of-domain", str(ood), "--methods", "bm25",
+                 "--out", str(out)]) == 1
+    assert f"ragcourse eval: left out {ood}:2: required fields ['id', 'query']" in capsys.readouterr().err
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert [r["where"] for r in results["questions"]["rejected"]] == [f"{ood}:2"]
+    assert results["sweep"][-1]["cut"] is None and results["sweep"][-1]["bluffed"] == 2  # o1 and o3 measured
+
+
+def test_an_edited_marker_never_deletes_a_file_outside_what_eval_writes(tmp_path, stand_in):
+    docs, questions, out = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl"), tmp_path / "out"
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
+    (tmp_path / "victim.txt").write_text("mine", encoding="utf-8")
+    (out / "notes.md").write_text("mine too", encoding="utf-8")
+    marker = json.loads((out / report.MARKER).read_text(encoding="utf-8"))
+    marker["files"] += ["../victim.txt", str(tmp_path / "victim.txt"), "notes.md", "../docs"]
+    (out / report.MARKER).write_text(json.dumps(marker), encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
+    assert (tmp_path / "victim.txt").read_text(encoding="utf-8") == "mine"
+    assert (out / "notes.md").read_text(encoding="utf-8") == "mine too" and (docs / "rope.rst").is_file()
+
+
+def test_a_megabyte_question_is_measured_and_shown_short(tmp_path, stand_in, capsys):
+    docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
+    huge = "zzz " * 250_000
+    questions = write_questions(tmp_path / "q.jsonl", QUESTIONS[:2] + [
+        {"id": "huge", "needle": QUESTIONS[2]["needle"], "question": huge},
+        {"id": "lost", "needle": huge, "question": "Where is it?"}])
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--k", "1",
+                 "--out", str(out)]) == 1
+    printed = capsys.readouterr()
+    assert "q.jsonl:4: lost: needle not found in the corpus" in printed.err and len(printed.err) < 2000
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "huge/doc" in page and len(page) < 500_000  # the page shows the question's start; the JSON and CSV all
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["questions"]["measured"] == 3 and len(results["questions"]["rejected"][0]["reason"]) <= 300
+
+
+def test_chunk_and_needles_name_what_they_could_not_read(tmp_path, capsys):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "empty.md").write_bytes(b"")
+    assert main(["chunk", str(tmp_path / "folder")]) == 2
+    assert capsys.readouterr().err == f"ragcourse chunk: error: {tmp_path / 'folder'}: a folder, not a file\n"
+    assert main(["needles", str(tmp_path / "folder")]) == 2
+    err = capsys.readouterr().err
+    assert "no readable documents in" in err and "empty.md: empty file (0 bytes)" in err
+
+
+def test_one_measurable_question_is_refused_before_any_work(tmp_path, no_work, capsys):
+    docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl", QUESTIONS[:1])
+    assert main(["eval", str(docs), "--questions", str(questions), "--out", str(tmp_path / "out")]) == 2
+    assert "1 question of" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_a_cache_that_cannot_be_written_is_refused_before_any_work(tmp_path, no_work, capsys):
+    docs, questions = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl")
+    (tmp_path / "a-file").write_text("not a folder", encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--cache-dir", str(tmp_path / "a-file" / "cache"),
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be written" in err and "--cache-dir DIR or the environment variable RAGCOURSE_CACHE" in err
+    assert not (tmp_path / "out").exists()
+    assert main(["index", str(docs), "--out", str(tmp_path / "idx"), "--cache-dir", str(tmp_path / "a-file")]) == 2
+    assert "cannot be written" in capsys.readouterr().err
+
+
+def test_question_ids_with_spaces_keep_the_trec_files_six_and_four_columns(tmp_path, stand_in):
+    docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
+    rows = [{**q, "id": f"my question {i}\n"} for i, q in enumerate(QUESTIONS)]
+    questions = write_questions(tmp_path / "q.jsonl", rows)
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
+    run = [line.split(" ") for line in (out / "run-E-bm25.trec").read_text(encoding="utf-8").splitlines()]
+    qrels = [line.split(" ") for line in (out / "qrels-E.trec").read_text(encoding="utf-8").splitlines()]
+    assert {len(p) for p in run} == {6} and {len(p) for p in qrels} == {4}
+    assert {p[0] for p in qrels} == {report.trec_id(f"my question {i}\n/{ph}") for i in range(5) for ph in
+                                     ("doc", "ticket")}
+
+
+def test_a_doc_written_by_hand_as_a_relative_path_is_found(tmp_path, stand_in):
+    docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
+    rows = [{**q, "doc": d} for q, d in zip(QUESTIONS, ["./rope.rst", "rope.rst", ".\\tents.rst", "stoves.rst",
+                                                        "stoves.rst"], strict=True)]
+    questions = write_questions(tmp_path / "q.jsonl", rows)
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert [d["doc"] for d in results["runs"][0]["per_query"][::2]] == [
+        "rope.rst", "rope.rst", "tents.rst", "stoves.rst", "stoves.rst"]
+
+
+def test_max_bytes_sets_the_size_limit_and_the_terminal_says_so(tmp_path, stand_in, capsys):
+    docs, questions, out = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl"), tmp_path / "out"
+    (docs / "big.md").write_text("# Big\n\n" + "Filler words for a large page. " * 100, encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--max-bytes", "1000",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    hint = "  (a larger file is read with --max-bytes N)"
+    assert "  FAILED big.md: too large: 3107 bytes > limit of 1000 bytes\n" + hint in printed
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
+    assert "FAILED" not in capsys.readouterr().out
+
+
+def test_thousands_of_bad_lines_are_counted_not_flooded(tmp_path, stand_in, capsys):
+    docs, out, path = write_folder(tmp_path / "docs"), tmp_path / "out", tmp_path / "q.jsonl"
+    path.write_text(GOOD + "not json\n" * 5000, encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(path), "--methods", "bm25", "--out", str(out)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 21 and err[-1].startswith("ragcourse eval: ... and 4980 more line(s) left out")
+    assert len(json.loads((out / "results.json").read_text(encoding="utf-8"))["questions"]["rejected"]) == 5000
+
+
+def test_a_questions_file_whose_name_is_not_utf8_still_gets_its_report(tmp_path, stand_in):
+    """The left-out line's `file:line` held a lone surrogate, and writing results.json failed after all the work."""
+    docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
+    name = os.path.join(os.fsencode(tmp_path), b"q\xe9.jsonl")
+    with open(name, "wb") as handle:
+        handle.write(GOOD.encode() + b"not json\n")
+    assert main(["eval", str(docs), "--questions", os.fsdecode(name), "--methods", "bm25", "--out", str(out)]) == 1
+    rejected = json.loads((out / "results.json").read_text(encoding="utf-8"))["questions"]["rejected"]
+    assert [r["where"] for r in rejected] == [f"{tmp_path}/q\\xe9.jsonl:4"]

@@ -73,7 +73,7 @@ def test_non_object_line_is_rejected(tmp_path):
 
 def test_duplicate_ids_are_rejected(tmp_path):
     other = {**GOOD, "needle": "Intro line."}
-    with pytest.raises(GroundTruthError, match=r"duplicate ids \['q1'\]"):
+    with pytest.raises(GroundTruthError, match=r"duplicate id 'q1' \(first on line 1\)"):
         load_questions(write(tmp_path, GOOD, other), corpus=TOY)
 
 

@@ -383,3 +383,41 @@ def test_a_failing_embedding_call_fails_only_its_document_in_a_sync(tmp_path):
     retried = sync(docs, out)  # a passing failure is tried again on the next run
     assert (retried.changes.changed, retried.changes.embedded) == (("p01.md",), 3)
     holds_exactly(out, docs)
+
+
+def test_the_command_caches_vectors_in_the_users_cache_never_the_checkout(tmp_path, monkeypatch, capsys):
+    """A non-root reader's `ragcourse index` failed every new file with 'embedding failed: PermissionError' on
+    the course checkout's data/cache lock; it now uses the cache `eval` uses ($RAGCOURSE_CACHE, --cache-dir)."""
+    from ragcourse.models import Lazy
+
+    asked = []
+
+    def embedder(cache_dir=dense.CACHE_DIR):
+        asked.append(cache_dir)
+        return dense.Embedder(model=Lazy(LazyCountingModel), name="counting", fingerprint="c", cache_dir=cache_dir)
+
+    monkeypatch.setattr(dense, "load_embedder", embedder)
+    monkeypatch.setenv("RAGCOURSE_CACHE", str(tmp_path / "mine"))
+    docs = write_pages(tmp_path / "docs", range(2))
+    (docs / "bad\nname.md").write_bytes(b"")
+    assert main(["index", str(docs), "--out", str(tmp_path / "idx")]) == 1
+    assert main(["index", str(docs), "--out", str(tmp_path / "idx2"), "--cache-dir", str(tmp_path / "other")]) == 1
+    assert asked == [tmp_path / "mine" / "embeddings", tmp_path / "other" / "embeddings"]
+    assert any((tmp_path / "mine" / "embeddings").iterdir()) and dense.CACHE_DIR not in asked
+    assert "  FAILED bad\\nname.md: empty file (0 bytes)" in capsys.readouterr().out.splitlines()
+
+
+def test_a_folder_of_the_users_own_files_is_never_made_an_index(tmp_path, capsys):
+    """`ragcourse index DOCS --out ~/work` wrote manifest.json, writer.lock and v000001 among the user's files,
+    and its leftover cleaning deletes by name; a folder holding anything an index never writes is refused."""
+    docs, mine = write_pages(tmp_path / "docs", range(2)), tmp_path / "mine"
+    (mine / "photos").mkdir(parents=True)
+    (mine / "notes.txt").write_text("keep", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"'.*mine' holds files that are not an index \(notes.txt, photos\)"):
+        sync(docs, mine)
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "photos"]
+    assert main(["index", str(docs), "--out", str(mine)]) == 2
+    assert "holds files that are not an index" in capsys.readouterr().err
+    sync(docs, tmp_path / "idx")
+    (tmp_path / "idx" / "v000001.tmp-99999").mkdir()  # a killed writer's leftover is still the index's own
+    assert sync(docs, tmp_path / "idx").index.records

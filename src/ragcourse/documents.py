@@ -75,6 +75,28 @@ class Walk:
         return tuple(sorted([*self.files, *(p.path for p in self.problems)], key=_sort_key))
 
 
+def printable(text: str) -> str:
+    """`text` safe on one terminal line: control characters (a newline in a file name) written as escapes.
+
+    >>> printable("new\\nline.md")
+    'new\\\\nline.md'
+    """
+    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode() for ch in text)
+
+
+def _utf8(name: str) -> bool:
+    """Whether a path's name decoded from UTF-8 (a byte that did not is a lone surrogate, unprintable and unsavable).
+
+    >>> _utf8("café.md"), _utf8(os.fsdecode(b"caf\\xe9.md"))
+    (True, False)
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _sort_key(relative: str) -> tuple[str, ...]:
     return PurePosixPath(relative).parts
 
@@ -178,8 +200,10 @@ def walk(folder: str | Path, exclude: tuple[Path, ...] = ()) -> Walk:
         for entry in entries:
             path = Path(entry.path)
             name = path.relative_to(root).as_posix()
-            why = problem(path, root)
-            if why == "a folder, not a file" and not path.is_symlink():
+            why = problem(path, root) if _utf8(name) else "file name is not UTF-8: rename it to be read"
+            if not _utf8(name):
+                problems.append(Failure(os.fsencode(name).decode("utf-8", "backslashreplace"), why))
+            elif why == "a folder, not a file" and not path.is_symlink():
                 if entry.name.startswith("."):
                     skipped.append(name + "/")
                 elif path.resolve() not in excluded:
@@ -356,12 +380,14 @@ def _text_and_title(path: Path, raw: bytes) -> tuple[str, str | None]:
         return _pdf(raw)
     if kind is not None:
         raise ExtractionError(f"binary content ({kind}), not text")
-    if suffix in HTML_SUFFIXES:
-        return html(_decode(raw))
     if suffix in MARKDOWN_SUFFIXES:
         return markdown(_decode(raw))
-    if suffix == ".rst":
-        return restructuredtext(_decode(raw), path.name)
+    if suffix in HTML_SUFFIXES or suffix == ".rst":
+        text = _decode(raw)
+        try:
+            return html(text) if suffix in HTML_SUFFIXES else restructuredtext(text, path.name)
+        except Exception as err:  # a parser's failure on one hostile file (nesting past the recursion limit)
+            raise ExtractionError(f"could not be parsed as {suffix}: {type(err).__name__}: {err}") from err
     return _decode(raw), None
 
 

@@ -18,13 +18,13 @@ out: paraphrases; it finds verbatim copies only (whitespace and case ignored).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .corpus import DATA_DIR, Document, collapse, load_corpus
+from .records import RecordsError, parse_records
 
 #: The original chapter's 32 questions: kept apart, so tables that replicate it use as many questions.
 QUESTIONS_FILE = DATA_DIR / "questions.jsonl"
@@ -91,58 +91,35 @@ class OutOfDomain:
 
 def read_records(path: Path, required: Sequence[str], optional: Sequence[str] = (),
                  flags: Sequence[str] = ()) -> list[tuple[int, dict]]:
-    """(line number, record) per non-blank JSONL line, each a JSON object of string fields (`flags`: booleans);
-    a byte-order mark and CRLF line ends are accepted, and every error names the file and the line."""
-    if not path.is_file():
-        raise GroundTruthError(f"{path}: file not found")
+    """(line number, record) per JSONL line (`records.parse_records`), strictly: the first bad line, or a file
+    with no records, is a GroundTruthError naming the file and the line."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise GroundTruthError(f"{path}: not UTF-8 (byte offset {err.start})") from err
-    records = [(n, _record(line, f"{path}:{n}", required, (*optional, *flags), flags))
-               for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
-    counts = Counter(r["id"] for _, r in records)
-    duplicated = sorted(i for i, n in counts.items() if n > 1)
-    if duplicated:
-        raise GroundTruthError(f"{path}: duplicate ids {duplicated}")
+        records, rejected = parse_records(path, required, optional, flags)
+    except RecordsError as err:
+        raise GroundTruthError(str(err)) from err
+    if rejected:
+        raise GroundTruthError(str(rejected[0]))
     if not records:
         raise GroundTruthError(f"{path}: no records")
     return records
-
-
-def _record(line: str, where: str, required: Sequence[str], optional: Sequence[str], flags: Sequence[str]) -> dict:
-    """One JSONL line as a dict with every required field and no unknown one."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise GroundTruthError(f"{where}: not valid JSON ({err.msg})") from err
-    if not isinstance(record, dict):
-        raise GroundTruthError(f"{where}: expected a JSON object, got {type(record).__name__}")
-    missing = [f for f in required if f not in record]
-    extra = sorted(set(record) - set(required) - set(optional))
-    if missing or extra:
-        raise GroundTruthError(f"{where}: required fields {list(required)}, optional {list(optional)}; "
-                               f"missing {missing}, unexpected {extra}")
-    bad = [f for f in record if not isinstance(record[f], bool if f in flags else str)
-           or (f in required and not record[f].strip())]
-    if bad:
-        raise GroundTruthError(f"{where}: fields {bad} must be strings (required ones non-empty), "
-                               f"flags {list(flags)} true or false")
-    return record
 
 
 def _headings(doc: Document) -> list[str]:
     return [collapse(line.lstrip("#")) for line in doc.text.splitlines() if line.startswith("#")]
 
 
-def check_needle(question: Question, corpus: list[Document], where: str = "") -> None:
-    """Raise GroundTruthError unless the needle occurs exactly once in the corpus, in its own doc, not as a heading."""
+def check_needle(question: Question, corpus: list[Document], where: str = "",
+                 collapsed: dict[str, str] | None = None) -> None:
+    """Raise GroundTruthError unless the needle occurs exactly once in the corpus, in its own doc, not as a heading;
+    `collapsed`: each document's text with whitespace collapsed, when the caller has it already."""
     needle = collapse(question.needle)
     by_id = {d.id: d for d in corpus}
     if question.doc not in by_id:
+        shown = sorted(by_id)[:20]
         raise GroundTruthError(f"{where}{question.id}: unknown document {question.doc!r}; "
-                               f"valid ids: {sorted(by_id)}")
-    found = {d.id: collapse(d.text).count(needle) for d in corpus}
+                               f"valid ids: {shown}" + (f" ... ({len(by_id)} in all)" if len(by_id) > 20 else ""))
+    texts = collapsed if collapsed is not None else {d.id: collapse(d.text) for d in corpus}
+    found = {d.id: texts[d.id].count(needle) for d in corpus}
     total = sum(found.values())
     if total == 0:
         raise GroundTruthError(f"{where}{question.id}: needle not found in the corpus: {needle!r}")

@@ -51,7 +51,7 @@ import pandas as pd
 from .chunking import PIPELINE_VERSION, Chunk, chunk, strategy_for
 from .corpus import Document, sha256_file
 from .dense import Hit, check_k, cosine_distances, top_hits
-from .documents import MAX_BYTES, READER_VERSION, ExtractionError, Failure, read_document, walk
+from .documents import MAX_BYTES, READER_VERSION, ExtractionError, Failure, printable, read_document, walk
 
 #: The reader's version (`documents.READER_VERSION`): bumped whenever `extract` turns the same bytes into other text.
 EXTRACTOR_VERSION = READER_VERSION
@@ -357,6 +357,17 @@ def _is_leftover(name: str, keep: set[int], current: int, orphans: bool) -> bool
     return name == VECTORS and current > 0  # unversioned vectors of an index saved before versions existed
 
 
+def foreign_entries(path: str | Path) -> list[str]:
+    """Names in `path` that an index never writes (a user's files: the index refuses such a folder, since
+    cleaning a killed writer's leftovers deletes by name). A missing folder has none."""
+    folder = Path(path)
+    if not folder.is_dir():
+        return []
+    own = (MANIFEST, LOCK, VECTORS)  # vectors.npy at the top: an index saved before versions
+    return sorted(e.name for e in folder.iterdir() if e.name not in own and not _VERSION.fullmatch(e.name)
+                  and not _LEFTOVER.fullmatch(e.name))
+
+
 def clean_leftovers(path: str | Path, orphans: bool = True) -> tuple[str, ...]:
     """Remove what killed writers left in an index folder: temporary files of dead processes, versions older than
     the one before the current (kept for readers still opening it) and, with `orphans`, versions newer than the
@@ -507,10 +518,10 @@ class IngestReport:
         lines = [f"{len(files)} file(s): {len(indexed)} indexed, {len(failed)} failed, "
                  f"{sum(r.chunk_count for r in indexed)} chunks stored"]
         lines += [self.changes.line()] if self.changes is not None else []
-        lines += [f"  FAILED {r.doc_id}: {r.reason}" for r in failed]
+        lines += [f"  FAILED {printable(r.doc_id)}: {r.reason}" for r in failed]
         lines += [f"  COUNT {d.doc_id}: claimed {d.claimed}, stored {d.stored}"
                   for d in self.discrepancies]
-        lines += [f"  SKIPPED {k.path}: {k.reason}" for k in self.skipped if k.reason != NOT_A_DOCUMENT]
+        lines += [f"  SKIPPED {printable(k.path)}: {k.reason}" for k in self.skipped if k.reason != NOT_A_DOCUMENT]
         others = sum(k.reason == NOT_A_DOCUMENT for k in self.skipped)
         lines += [f"  {others} file(s) skipped: not documents by type"] if others else []
         return "\n".join(lines)
@@ -746,6 +757,10 @@ def sync_folder(folder: str | Path, out: str | Path, *, embed: Embed, model_name
     if target.is_relative_to(root):
         raise ValueError(f"the index {str(out)!r} is inside the folder {str(folder)!r}: keep it outside, "
                          "or it would index itself")
+    foreign = foreign_entries(target)
+    if foreign:
+        raise ValueError(f"{str(out)!r} holds files that are not an index ({', '.join(foreign[:5])}"
+                         f"{' ...' if len(foreign) > 5 else ''}): nothing was changed; choose a new or empty folder")
     tell = notify or (lambda _: None)
     with writer_lock(target, wait=wait, notify=tell) as lock:
         if lock.took_over is not None:

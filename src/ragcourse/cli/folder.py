@@ -19,14 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..chunking import paragraph_spans, sentence_spans
 from ..corpus import Document, collapse
 from ..documents import MAX_BYTES, ExtractionError, Failure, read_document, walk
-from ..groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle, read_records
+from ..groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle
+from ..records import RecordsError, Rejected, parse_records, where
 
-__all__ = ["Failure", "FolderCorpus", "read_folder", "read_document", "load_folder_questions"]
+__all__ = ["Failure", "FolderCorpus", "read_folder", "read_document", "check_folder_questions", "load_folder_questions"]
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,6 @@ def export_corpus(documents: Sequence[Document], dest: str | Path) -> list[Path]
 # ---------------------------------------------------------------- questions
 
 
-def _title_holding(needle: str, documents: Sequence[Document]) -> Document | None:
-    """The document whose title contains the needle (whitespace collapsed), if any."""
-    return next((d for d in documents if needle in collapse(d.title)), None)
-
-
 def _blank_questions(path: Path, records: list[tuple[int, dict]]) -> None:
     """GroundTruthError naming every line whose `question` is blank (a template from `ragcourse needles`)."""
     blank = [(n, r["id"]) for n, r in records if not r.get("question", "").strip()]
@@ -88,35 +84,129 @@ def _blank_questions(path: Path, records: list[tuple[int, dict]]) -> None:
         "would ask it); delete the lines you cannot write a question for")
 
 
+#: A rejected line's reason is cut to this many characters (a 1 MB needle is not repeated on the terminal).
+REASON_CHARS = 300
+#: More questions than this are refused whole, before any work: each is embedded once and ranked in every run.
+MAX_QUESTIONS = 10_000
+
+
+@dataclass(frozen=True)
+class CheckedQuestions:
+    """A questions file checked against a folder: the questions measured, and each line left out with why."""
+
+    questions: tuple[Question, ...]
+    rejected: tuple[Rejected, ...]
+
+
+@dataclass(frozen=True)
+class _Folder:
+    """What every question is checked against, computed once: collapsed texts and titles, failed files."""
+
+    documents: tuple[Document, ...]
+    texts: dict[str, str]
+    titles: dict[str, str]
+    failed: dict[str, str]
+
+    @classmethod
+    def of(cls, documents: Sequence[Document], failed: Sequence[Failure]) -> _Folder:
+        return cls(tuple(documents), {d.id: collapse(d.text) for d in documents},
+                   {d.id: collapse(d.title) for d in documents}, {f.path: f.reason for f in failed})
+
+
+def doc_id(path: str) -> str:
+    """A `doc` as written by hand, as the folder's ids are: "/"-separated, relative, without "./".
+
+    >>> doc_id("./billing\\\\refunds.md"), doc_id("billing//refunds.md")
+    ('billing/refunds.md', 'billing/refunds.md')
+    """
+    return PurePosixPath(path.strip().replace("\\", "/")).as_posix()
+
+
+def _unknown_doc(doc: str, folder: _Folder) -> str:
+    """Why `doc` names no document of the folder: it failed to read, or it is not there (a close name offered)."""
+    import difflib
+
+    if doc in folder.failed:
+        return f"document {doc!r} could not be read ({folder.failed[doc]}): its question cannot be measured"
+    near = difflib.get_close_matches(doc, list(folder.texts), n=1, cutoff=0.8)
+    return (f"unknown document {doc!r} (a path relative to DOCS_DIR; {len(folder.texts)} documents were read)"
+            + (f"; did you mean {near[0]!r}?" if near else ""))
+
+
+def _folder_question(r: dict, folder: _Folder) -> Question:
+    """One record as a Question, or GroundTruthError whose message starts with its id and says what is wrong."""
+    if "question" not in r:
+        raise GroundTruthError(f"{r['id']}: missing 'question' (required: id, needle, question; optional: "
+                               "ticket, doc)")
+    if not r["question"].strip():
+        raise GroundTruthError(f"{r['id']}: 'question' is blank: write the question the needle answers")
+    needle = collapse(r["needle"])
+    titled = next((i for i, t in folder.titles.items() if needle in t), None)
+    if titled is not None:
+        raise GroundTruthError(f"{r['id']}: needle is (part of) the title of {titled!r} "
+                               f"({folder.titles[titled]!r}): choose a sentence of the text, not a heading")
+    given = doc_id(r["doc"]) if r.get("doc", "").strip() else None
+    if given is not None and given not in folder.texts:
+        raise GroundTruthError(f"{r['id']}: {_unknown_doc(given, folder)}")
+    doc = given or next((i for i, t in folder.texts.items() if needle in t), folder.documents[0].id)
+    question = Question(r["id"], doc, r["needle"], r["question"], r.get("ticket", "").strip())
+    try:
+        check_needle(question, list(folder.documents), collapsed=folder.texts)
+    except GroundTruthError as err:
+        unread = len(folder.failed) if "needle not found" in str(err) else 0
+        raise GroundTruthError(str(err) + (f" ({unread} file(s) could not be read: it may be in one of them)"
+                                           if unread else "")) from None
+    return question
+
+
+def check_folder_questions(path: str | Path, documents: Sequence[Document],
+                           failed: Sequence[Failure] = ()) -> CheckedQuestions:
+    """Every line of a questions file as a Question or a `Rejected` (file:line, why): one bad line costs only
+    itself. GroundTruthError only when the file as a whole cannot be used (unreadable, an unfilled template)."""
+    path = Path(path)
+    if not documents:
+        raise GroundTruthError(f"{path}: the folder has no readable documents to check needles against")
+    try:
+        records, rejected = parse_records(path, ("id", "needle"), ("question", "ticket", "doc"))
+    except RecordsError as err:
+        raise GroundTruthError(str(err)) from err
+    if len(records) > MAX_QUESTIONS:
+        raise GroundTruthError(f"{path}: {len(records)} questions; eval measures at most {MAX_QUESTIONS} (each "
+                               "is embedded and ranked in every run): sample or split the file")
+    if records and not any(r.get("question", "").strip() for _, r in records):
+        _blank_questions(path, records)  # an unfilled template: say so once, not line by line
+    folder, questions = _Folder.of(documents, failed), []
+    for number, record in records:
+        try:
+            questions.append(_folder_question(record, folder))
+        except GroundTruthError as err:
+            rejected.append(Rejected(where(path, number), shorten(str(err), REASON_CHARS)))
+    rejected.sort(key=lambda r: int(r.where.rsplit(":", 1)[1]))
+    return CheckedQuestions(tuple(questions), tuple(rejected))
+
+
 def load_folder_questions(path: str | Path, documents: Sequence[Document]) -> list[Question]:
-    """Questions (id, needle, question; optional ticket, doc) validated against a folder corpus.
+    """The questions of `check_folder_questions`, strictly: the first bad line is a GroundTruthError.
 
     The ground truth's rules apply: the needle occurs exactly once in the corpus (whitespace
     collapsed), in `doc` when given (a path relative to the folder), never in a heading and never
     in a document's title. A blank `question` (an unfilled template) names its lines.
     """
-    path = Path(path)
-    if not documents:
-        raise GroundTruthError(f"{path}: the folder has no readable documents to check needles against")
-    collapsed = {d.id: collapse(d.text) for d in documents}
-    records = read_records(path, ("id", "needle"), ("question", "ticket", "doc"))  # a blank question: below
-    missing = next((n for n, r in records if "question" not in r), None)
-    if missing is not None:
-        raise GroundTruthError(f"{path}:{missing}: required fields ['id', 'needle', 'question'], optional "
-                               "['ticket', 'doc']; missing ['question']")
-    _blank_questions(path, records)
-    questions = []
-    for number, r in records:
-        needle = collapse(r["needle"])
-        titled = _title_holding(needle, documents)
-        if titled is not None:
-            raise GroundTruthError(f"{path}:{number}: {r['id']}: needle is (part of) the title of {titled.id!r} "
-                                   f"({titled.title!r}): choose a sentence of the text, not a heading")
-        doc = r.get("doc") or next((i for i, t in collapsed.items() if needle in t), documents[0].id)
-        question = Question(r["id"], doc, r["needle"], r["question"], r.get("ticket", "").strip())
-        check_needle(question, list(documents), where=f"{path}:{number}: ")
-        questions.append(question)
-    return questions
+    checked = check_folder_questions(path, documents)
+    if checked.rejected:
+        raise GroundTruthError(str(checked.rejected[0]))
+    if not checked.questions:
+        raise GroundTruthError(f"{path}: no records")
+    return list(checked.questions)
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, an ellipsis marking the cut.
+
+    >>> shorten("abcdef", 4), shorten("abc", 4)
+    ('abc…', 'abc')
+    """
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def folder_queries(questions: Sequence[Question]) -> list[Query]:
@@ -129,10 +219,17 @@ def folder_queries(questions: Sequence[Question]) -> list[Query]:
     return out
 
 
-def load_folder_out_of_domain(path: str | Path) -> list[OutOfDomain]:
-    """Out-of-domain queries: id and query, and an optional free-text kind."""
-    return [OutOfDomain(r["id"], r["query"], r.get("kind", ""))
-            for _, r in read_records(Path(path), ("id", "query"), ("kind",))]
+def load_folder_out_of_domain(path: str | Path) -> tuple[list[OutOfDomain], tuple[Rejected, ...]]:
+    """Out-of-domain queries (id, query, optional free-text kind) and each bad line left out, with why;
+    GroundTruthError when the file cannot be read or has no good line."""
+    try:
+        records, rejected = parse_records(Path(path), ("id", "query"), ("kind",))
+    except RecordsError as err:
+        raise GroundTruthError(str(err)) from err
+    if not records:
+        raise GroundTruthError(f"{path}: no out-of-domain query can be used" + (f"; first: {rejected[0]}"
+                                                                               if rejected else ""))
+    return [OutOfDomain(r["id"], r["query"], r.get("kind", "")) for _, r in records], tuple(rejected)
 
 
 # ---------------------------------------------------------------- candidate needles

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
@@ -27,10 +29,13 @@ def _chunk(args: argparse.Namespace) -> int:
     import dataclasses
 
     from ..chunking import chunk
-    from ..documents import read_document
+    from ..documents import ExtractionError, read_document
 
     path = Path(args.file)
-    document = read_document(path.resolve(), path.name)  # the reader `index` and `eval` use: same chunks
+    try:
+        document = read_document(path.resolve(), path.name)  # the reader `index` and `eval` use: same chunks
+    except ExtractionError as err:
+        raise ValueError(f"{args.file}: {err}") from None
     if args.title:
         document = dataclasses.replace(document, title=args.title)
     for piece in chunk(document, args.strategy, target=args.target, overlap=args.overlap):
@@ -167,7 +172,7 @@ def _index(args: argparse.Namespace) -> int:
     from ..dense import load_embedder
     from ..index import sync_folder
 
-    embedder = load_embedder()  # the model itself loads only if some chunk text is not in the index yet
+    embedder = load_embedder(_cache(args, args.folder) / "embeddings")  # the model loads only for new text
     report = sync_folder(Path(args.folder), Path(args.out), embed=embedder.encode, model_name=embedder.name,
                          dim=lambda: embedder.dim, strategy=args.strategy, wait=not args.no_wait,
                          notify=lambda message: print(f"ragcourse index: {message}", file=sys.stderr, flush=True))
@@ -267,61 +272,114 @@ def _readable_folder(corpus, args: argparse.Namespace):
     return dataclasses.replace(corpus, documents=tuple(d for d in corpus.documents if d.id in allowed))
 
 
+#: How many left-out lines stderr names one by one (the report lists them all).
+SHOWN_LEFT_OUT = 20
+
+
+def _tell_left_out(rejected) -> None:
+    """Each left-out line on stderr, the first SHOWN_LEFT_OUT of them; the rest counted."""
+    for item in rejected[:SHOWN_LEFT_OUT]:
+        print(f"ragcourse eval: left out {item}", file=sys.stderr)
+    if len(rejected) > SHOWN_LEFT_OUT:
+        print(f"ragcourse eval: ... and {len(rejected) - SHOWN_LEFT_OUT} more line(s) left out, each listed in "
+              "report.html and results.json", file=sys.stderr)
+
+
+def _checked_questions(args: argparse.Namespace, whole, readable: set[str]):
+    """The questions file checked line by line: each bad line named on stderr and left out, the rest kept;
+    ValueError when none is left to measure."""
+    from .folder import CheckedQuestions, check_folder_questions
+
+    checked = check_folder_questions(args.questions, whole.documents, whole.failed)
+    _tell_left_out(checked.rejected)
+    if not checked.questions:
+        raise ValueError(f"no question of {args.questions} can be measured: {len(checked.rejected)} line(s) "
+                         "left out, each named above")
+    if len(readable) < len(whole.documents):
+        kept = tuple(q for q in checked.questions if q.doc in readable)
+        print(f"{len(checked.questions) - len(kept)} question(s) are about documents {args.user} may not read: "
+              "left out", file=sys.stderr)
+        checked = CheckedQuestions(kept, checked.rejected)
+    if len(checked.questions) < 2:
+        raise ValueError(f"{len(checked.questions)} question of {args.questions} can be measured: intervals over "
+                         "questions need at least 2")
+    return checked
+
+
+def _refuse_empty(corpus, docs_dir: str) -> None:
+    """ValueError naming the folder and its first failures when not one document in it could be read."""
+    if not corpus.documents:
+        reasons = "; ".join(f"{f.path}: {f.reason}" for f in corpus.failed[:5]) or "the folder has no documents"
+        raise ValueError(f"no readable documents in {docs_dir!r} ({reasons})")
+
+
 def _eval(args: argparse.Namespace) -> int:
     from .. import dense
     from . import report
-    from .folder import load_folder_out_of_domain, load_folder_questions, read_folder
+    from .folder import CheckedQuestions, load_folder_out_of_domain, read_folder
     from .runs import Settings, label_of, measure
 
-    whole = read_folder(Path(args.docs_dir))
+    whole = read_folder(Path(args.docs_dir), max_bytes=args.max_bytes)
     corpus = _readable_folder(whole, args)
-    if not corpus.documents:
-        reasons = "; ".join(f"{f.path}: {f.reason}" for f in corpus.failed[:5]) or "the folder has no documents"
-        raise ValueError(f"no readable documents in {args.docs_dir!r} ({reasons})")
-    questions = load_folder_questions(args.questions, whole.documents)
-    readable = {d.id for d in corpus.documents}
-    if len(readable) < len(whole.documents):
-        kept = [q for q in questions if q.doc in readable]
-        print(f"{len(questions) - len(kept)} question(s) are about documents {args.user} may not read: left out",
-              file=sys.stderr)
-        questions = kept
-    ood = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else []
+    _refuse_empty(corpus, args.docs_dir)
+    checked = _checked_questions(args, whole, {d.id for d in corpus.documents})
+    ood, left_out = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else ([], ())
+    _tell_left_out(left_out)
+    checked = CheckedQuestions(checked.questions, checked.rejected + left_out)
     labels = [label_of(s, m, r) for s in args.strategies for m in args.methods for r in (False, True)[:1 + args.rerank]]
     if args.baseline is not None and args.baseline not in labels:
         raise ValueError(f"--baseline {args.baseline!r} is not one of this command's runs: {labels}")
+    cache = _cache(args, args.docs_dir)
     out = report.prepare_out(args.out, args.docs_dir)  # refused before any work, if it could lose a file
-    cache = Path(args.cache_dir) if args.cache_dir else _user_cache()
     settings = Settings(tuple(args.strategies), tuple(args.methods), args.rerank, tuple(args.k), args.baseline,
                         _reranker_factory(cache))
     progress = _Progress()
-    results, runs = measure(corpus, questions, ood, settings, dense.load_embedder(cache / "embeddings"),
+    results, runs = measure(corpus, checked.questions, ood, settings, dense.load_embedder(cache / "embeddings"),
                             progress=progress, bar=progress.on)  # a bar on a terminal only
     progress.done()
+    results = {"corpus": results.pop("corpus"), "questions": report.questions_entry(checked), **results}
     written = report.write(results, runs, out)
-    _print_outcome(results, corpus, questions, written, cache)
-    return 0
+    _print_outcome(results, corpus, checked.questions, written, cache)
+    return 1 if checked.rejected else 0
 
 
-def _user_cache() -> Path:
+def _cache(args: argparse.Namespace, docs: str) -> Path:
+    """The reader's embedding cache (--cache-dir, else $RAGCOURSE_CACHE, else the user cache folder; never the
+    checkout nor the documents folder `docs`), checked writable before any work, else a ValueError saying why."""
     from ..paths import user_cache_dir
+    from .report import refuse_inside
 
-    return user_cache_dir()
+    cache = Path(args.cache_dir) if args.cache_dir else user_cache_dir()
+    refuse_inside(cache, docs, "--cache-dir")
+    try:
+        (cache / "embeddings").mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=cache / "embeddings"):
+            pass
+    except OSError as err:
+        raise ValueError(f"the embedding cache {str(cache)!r} cannot be written ({err.strerror or err}): choose "
+                         "another with --cache-dir DIR or the environment variable RAGCOURSE_CACHE") from None
+    return cache
 
 
 def _print_outcome(results: dict, corpus, questions, written: list[Path], cache: Path) -> None:
-    """What the terminal shows at the end: counts, failures, the summary table, and where the files went."""
+    """What the terminal shows at the end: counts, failures, the summary table, the worst misses, where files went."""
     from . import report
 
-    c = results["corpus"]
-    print(f"{c['documents']} documents read, {len(c['failed'])} failed; {len(questions)} questions, "
-          f"{len(results['runs'])} runs")
+    c, left_out = results["corpus"], results["questions"]["rejected"]
+    print(f"{c['documents']} documents read, {len(c['failed'])} failed; {len(questions)} questions measured"
+          + (f", {len(left_out)} left out (named above and in the report)" if left_out else "")
+          + f"; {len(results['runs'])} runs")
     for failure in c["failed"]:
-        print(f"  FAILED {failure['path']}: {failure['reason']}")
+        print(f"  FAILED {report.printable(failure['path'])}: {failure['reason']}")
+    if any(f["reason"].startswith("too large") for f in c["failed"]):
+        print("  (a larger file is read with --max-bytes N)")
     if c["skipped"]:
         print(f"  {len(c['skipped'])} file(s) skipped: not documents by type (listed in the report)")
     print()
     print(report.summary(results))
     print()
+    for line in report.missed_lines(results):
+        print(line)
     print(f"wrote {len(written)} files to {written[0].parent} (report.html, results.json, a CSV and a TREC run "
           f"per run); embeddings cached in {cache}")
 
@@ -330,6 +388,7 @@ def _needles(args: argparse.Namespace) -> int:
     from .folder import needles_template, read_folder
 
     corpus = read_folder(Path(args.docs_dir))
+    _refuse_empty(corpus, args.docs_dir)
     records = needles_template(corpus.documents, args.n)
     for record in records:
         print(json.dumps(record, ensure_ascii=False))
@@ -343,6 +402,7 @@ def _needles(args: argparse.Namespace) -> int:
 def _folder_commands(sub) -> None:
     """The `eval` and `needles` subcommands: the book's measurements on a folder of your own."""
     from ..chunking import STRATEGIES
+    from ..documents import MAX_BYTES
     from ..pipeline import METHODS
 
     epilog = ("QUESTIONS.jsonl: one JSON object a line with id, needle, question and optional ticket and doc "
@@ -351,7 +411,9 @@ def _folder_commands(sub) -> None:
               "kind. The embedding cache: --cache-dir, else $RAGCOURSE_CACHE, else your user cache folder "
               "(never the documents folder or a checkout). OUTDIR gets results.json, report.html, and per run "
               "queries-RUN.csv and run-RUN.trec (with qrels-STRATEGY.trec, for ranx or trec_eval). "
-              "Exit status 0 on success, 2 on bad input.")
+              "A bad line of QUESTIONS.jsonl (named with its line number) is left out and the rest measured; "
+              "blank lines and # comment lines are skipped. Exit status 0 when every question was measured, 1 "
+              "when some lines were left out, 2 on bad input that stops the run, 130 on Ctrl-C.")
     v = sub.add_parser("eval", help="run the book's measurements on a folder; write results.json and report.html",
                        description="Read DOCS_DIR (.md .rst .txt .html .pdf, recursively), chunk and index it "
                                    "with each strategy, score your questions with each method, and write "
@@ -365,6 +427,9 @@ def _folder_commands(sub) -> None:
     v.add_argument("--methods", type=_choice_list("methods", METHODS), default=list(METHODS),
                    help=f"comma-separated retrieval methods from {','.join(METHODS)} (default all)")
     v.add_argument("--rerank", action="store_true", help="also run each with the default reranker (chapter 5)")
+    v.add_argument("--max-bytes", type=_count("max-bytes"), default=MAX_BYTES, metavar="N",
+                   help=f"a file larger than N bytes is listed as too large, not read (default {MAX_BYTES:,}; a PDF "
+                        "full of images may need more)")
     _eval_options(v)
     n = sub.add_parser("needles", help="print a questions template (JSONL): candidate needles to write questions for",
                        description="Print up to N sentences of DOCS_DIR that occur exactly once and outside "
@@ -464,6 +529,8 @@ def _own_arguments(c, s, e, i, r) -> None:
     e.set_defaults(run=_evaluate)
     i.add_argument("folder")
     i.add_argument("--out", required=True)
+    i.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="where embeddings are cached (default: $RAGCOURSE_CACHE, else your user cache folder)")
     i.add_argument("--no-wait", action="store_true",
                    help="exit (status 2) naming the running writer instead of waiting for it to finish")
     i.set_defaults(run=_index)
@@ -473,9 +540,16 @@ def _own_arguments(c, s, e, i, r) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command: 0 done, 1 done with items left out (named), 2 bad input; Ctrl-C 130; a closed pipe 141."""
     args = parser().parse_args(argv)
     try:
         return args.run(args)
+    except BrokenPipeError:  # `ragcourse needles DIR | head`: the reader has gone, nothing to say to it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 141
+    except KeyboardInterrupt:
+        print(f"\nragcourse {args.command}: interrupted: nothing more was written", file=sys.stderr)
+        return 130
     except (ValueError, RuntimeError, OSError) as err:
         print(f"ragcourse {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -26,8 +26,10 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from ..documents import printable
 from ..evaluation import Paired, verdict, with_interval
-from .runs import CUTS, DEFAULT_KS, Run, measure  # noqa: F401  (measure and CUTS: re-exported for callers)
+from .folder import shorten
+from .runs import CUTS, DEFAULT_KS, EXCERPT, Run, measure  # noqa: F401  (measure and CUTS: re-exported for callers)
 
 RESULTS, REPORT, MARKER = "results.json", "report.html", ".ragcourse-eval"
 MISSED_SHOWN = 50
@@ -42,6 +44,13 @@ class OutputError(ValueError):
 
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+def refuse_inside(path: str | Path, docs: str | Path, option: str) -> None:
+    """OutputError if `path` (where `option` writes) is inside the documents folder `docs`, or is it."""
+    if _inside(Path(path).resolve(), Path(docs).resolve()):
+        raise OutputError(f"{option} {str(path)!r} is inside DOCS_DIR {str(docs)!r}: what it writes would be read "
+                          "as documents by the next run (or overwrite one of yours); choose a folder outside it")
 
 
 def prepare_out(out: str | Path, docs: str | Path) -> Path:
@@ -68,10 +77,14 @@ def _mark(folder: Path, written: Sequence[str]) -> None:
 
 
 def _written_before(folder: Path) -> list[str]:
+    """The files the marker says an earlier run wrote: plain names of this folder only (a marker edited to name
+    `../file` or `sub/file` never deletes anything outside what eval writes)."""
     try:
-        return list(json.loads((folder / MARKER).read_text(encoding="utf-8")).get("files", []))
+        names = json.loads((folder / MARKER).read_text(encoding="utf-8")).get("files", [])
     except (OSError, ValueError, AttributeError):
         return []
+    return [n for n in names if isinstance(n, str) and n == Path(n).name and n not in ("", ".", "..", MARKER)
+            and (n in (RESULTS, REPORT) or n.endswith((".csv", ".trec")))]
 
 
 def slug(label: str) -> str:
@@ -80,7 +93,7 @@ def slug(label: str) -> str:
 
 
 def trec_id(chunk_id: str) -> str:
-    """A chunk id without whitespace (TREC splits on it): `trec_id("my notes.md#0-9") -> "my%20notes.md#0-9"`."""
+    """A chunk or query id without whitespace (TREC splits on it): `trec_id("my notes.md#0") -> "my%20notes.md#0"`."""
     return quote(chunk_id, safe="/#,-._~")
 
 
@@ -88,14 +101,15 @@ def trec_run(run: Run) -> str:
     """The run in TREC format (`qid Q0 docno rank score tag`), scores falling with rank so no tool reorders it."""
     lines = []
     for query, ids in run.top.items():
-        lines += [f"{query} Q0 {trec_id(c)} {r} {len(ids) - r + 1} {slug(run.label)}" for r, c in enumerate(ids, 1)]
+        qid = trec_id(query)
+        lines += [f"{qid} Q0 {trec_id(c)} {r} {len(ids) - r + 1} {slug(run.label)}" for r, c in enumerate(ids, 1)]
     return "\n".join(lines) + "\n"
 
 
 def trec_qrels(run: Run) -> str:
     """Relevance judgements in TREC format (`qid 0 docno 1`): the chunk holding each query's needle."""
     held = [(d["query"], d["needle_chunk"]) for d in run.details if d["needle_chunk"] is not None]
-    rows = [f"{query} 0 {trec_id(chunk['id'])} 1" for query, chunk in held]
+    rows = [f"{trec_id(query)} 0 {trec_id(chunk['id'])} 1" for query, chunk in held]
     return "\n".join(rows) + "\n"
 
 
@@ -144,13 +158,38 @@ def summary(results: dict) -> str:
     return pd.DataFrame(rows).to_string(index=False)
 
 
+def questions_entry(checked) -> dict:
+    """The questions as `results.json` holds them: how many were measured, and each line left out with why."""
+    return {"measured": len(checked.questions),
+            "rejected": [{"where": r.where, "reason": r.reason} for r in checked.rejected]}
+
+
+def missed_lines(results: dict, shown: int = 3) -> list[str]:
+    """The terminal's list of each run's worst misses at the largest k: query, rank, what was asked, where the
+    needle is and what came first instead."""
+    k, out = results["ks"][-1], []
+    for run in results["runs"]:
+        rows = missed(run, k)
+        if not rows:
+            continue
+        out.append(f"{run['label']}: {len(rows)} of {run['queries']} queries missed at {k}"
+                   + (f" ({shown} worst shown; all in report.html and the run's CSV)" if len(rows) > shown else ""))
+        for d in rows[:shown]:
+            rank = "no chunk holds the needle whole" if d["rank"] is None else f"rank {d['rank']}"
+            first = (d["first"] or {}).get("locator", "")
+            needle = (d["needle_chunk"] or {}).get("locator", d["doc"])
+            out.append(f"  {d['query']} ({rank}): {printable(d['text'])[:80]!r} needle in {printable(needle)}"
+                       + (f", first instead {printable(first)}" if first else ""))
+    return out + ([""] if out else [])
+
+
 def missed(run: dict, k: int) -> list[dict]:
     """The run's queries whose needle is not in its top k, worst first (no chunk holds it whole: worst of all)."""
     out = [d for d in run["per_query"] if d["rank"] is None or d["rank"] > k]
     return sorted(out, key=lambda d: (-(d["rank"] or 10**9), d["query"]))
 
 
-def _png(fig) -> str:
+def _png(fig, alt: str = "plot") -> str:
     """A matplotlib figure as an inline <img> (base64 PNG): nothing for the browser to fetch."""
     import matplotlib.pyplot as plt
 
@@ -158,7 +197,7 @@ def _png(fig) -> str:
     fig.savefig(buffer, format="png", dpi=110)
     plt.close(fig)
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return f'<img alt="plot" src="data:image/png;base64,{data}">'
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
 def recall_plot(runs: Sequence[dict], ks: Sequence[int]) -> str:
@@ -182,7 +221,7 @@ def recall_plot(runs: Sequence[dict], ks: Sequence[int]) -> str:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, frameon=False)
     fig.tight_layout()
-    return _png(fig)
+    return _png(fig, "recall@k of each run at each cut-off k, with 95 % intervals over questions")
 
 
 def sweep_plot(rows: Sequence[dict]) -> str:
@@ -202,11 +241,20 @@ def sweep_plot(rows: Sequence[dict]) -> str:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, frameon=False)
     fig.tight_layout()
-    return _png(fig)
+    return _png(fig, "out-of-domain queries bluffed against in-domain queries wrongly refused, one point per cut")
+
+
+def figure(image: str, number: int, caption: str) -> str:
+    """An inline image with its numbered caption, for a reader who cannot see the plot as much as one who can.
+
+    >>> figure("<img>", 1, "Recall & MRR.")
+    '<figure><img><figcaption>Figure 1. Recall &amp; MRR.</figcaption></figure>'
+    """
+    return f"<figure>{image}<figcaption>Figure {number}. {html.escape(caption)}</figcaption></figure>"
 
 
 def _table(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, escape=True, border=0, na_rep="")
+    return "<div class='scroll'>" + frame.to_html(index=False, escape=True, border=0, na_rep="") + "</div>"
 
 
 def _runs_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
@@ -234,7 +282,8 @@ def _missed_table(run: dict, k: int) -> pd.DataFrame:
     for d in missed(run, k)[:MISSED_SHOWN]:
         first = d["first"] or {}
         rows.append({"rank": "none holds it" if d["rank"] is None else d["rank"], "query": d["query"],
-                     "asked": d["text"], "needle in": (d["needle_chunk"] or {}).get("locator", d["doc"]),
+                     "asked": shorten(d["text"], EXCERPT),
+                     "needle in": (d["needle_chunk"] or {}).get("locator", d["doc"]),
                      "ranked first instead": first.get("locator", ""), "section": first.get("section", ""),
                      "its text": first.get("excerpt", "")})
     return pd.DataFrame(rows)
@@ -270,7 +319,18 @@ def _destroyed_table(runs: Sequence[dict]) -> pd.DataFrame:
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}th,td{padding:.25em .6em;
 border-bottom:1px solid #ddd;text-align:left;vertical-align:top}th{background:#f4f4f4}h2{margin-top:1.6em}
-.note{color:#555;font-size:.9em}img{max-width:100%}"""
+.note{color:#555;font-size:.9em}img{max-width:100%;height:auto}.scroll{overflow-x:auto;max-width:100%}
+figure{margin:1em 0}figcaption{color:#555;font-size:.9em}td:first-child{white-space:nowrap}
+@media (max-width:600px){body{margin:1em auto;padding:0 .5em}table{font-size:.8em}}"""
+
+
+def _left_out_section(rejected: Sequence[dict]) -> list[str]:
+    """The questions file's lines that were not measured, each with where and why (nothing when none)."""
+    if not rejected:
+        return []
+    return [f"<h2 id='left-out'>Questions left out</h2><p class='note'>{len(rejected)} line(s) of the questions "
+            "(or out-of-domain) file could not be used; every other line was. Fix them and run again.</p>",
+            _table(pd.DataFrame(rejected)[["where", "reason"]])]
 
 
 def _corpus_section(c: dict) -> list[str]:
@@ -290,8 +350,10 @@ def render(results: dict) -> str:
     """The report as one HTML page, from the `results.json` dictionary alone: failures first."""
     c, runs, paired, rows = results["corpus"], results["runs"], results["paired"], results["sweep"]
     ks = results.get("ks", list(DEFAULT_KS))
-    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ragcourse eval report</title>"
+    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+             "<meta name='viewport' content='width=device-width, initial-scale=1'><title>ragcourse eval report</title>"
              f"<style>{_STYLE}</style></head><body><h1>ragcourse eval report</h1>", *_corpus_section(c),
+             *_left_out_section(results.get("questions", {}).get("rejected", [])),
              "<h2 id='runs'>Runs</h2><p class='note'>Recall@k with its 95 % t interval over questions (a question's "
              "two phrasings are not independent), clipped to [0, 1]; nDCG (binary relevance) and MRR over "
              "queries; median time to rank one query, reranking included (embeddings excluded: the query's, "
@@ -302,7 +364,9 @@ def render(results: dict) -> str:
                   "ticket phrasing apart: plain means over each phrasing's queries.</p>",
                   _table(_phrasing_table(runs, ks))]
     parts += _missed_section(runs, ks[-1])
-    parts += ["<h2 id='recall'>Recall@k</h2>", recall_plot(runs, ks), "<h2 id='paired'>Paired tests</h2>",
+    parts += ["<h2 id='recall'>Recall@k</h2>", figure(recall_plot(runs, ks), 1, f"Recall@k of each run at k = "
+              f"{', '.join(map(str, ks))}, with its 95 % interval over questions: overlapping bars do not settle a "
+              "comparison; the paired tests below do."), "<h2 id='paired'>Paired tests</h2>",
               "<p class='note'>Question by question, each run against the baseline and each reranked run against "
               "its own first stage: wins and losses, exact sign test.</p>",
               _table(_paired_table(paired)) if paired else "<p>Only one run: nothing to pair.</p>",
@@ -310,7 +374,8 @@ def render(results: dict) -> str:
               "<h2 id='sweep'>Threshold sweep</h2>"]
     if rows:
         shown = pd.DataFrame(rows).assign(cut=lambda t: [("none" if pd.isna(x) else f"{x:.3f}") for x in t["cut"]])
-        parts += [sweep_plot(rows), _table(shown)]
+        parts += [figure(sweep_plot(rows), 2, "The gate at each cut (chapter 6): out-of-domain queries answered "
+                         "anyway (bluffed) against in-domain queries refused; lower left is better."), _table(shown)]
     else:
         parts.append("<p>No out-of-domain queries given (<code>--out-of-domain</code>): no sweep.</p>")
     return "\n".join(parts) + "\n</body></html>\n"

@@ -2,7 +2,7 @@
 
 `measure` runs every strategy x method (x rerank) over a `folder.FolderCorpus` with the package's
 own pieces: `pipeline.build` chunks and indexes, `evaluation.evaluate` finds each query's first
-chunk holding its needle, `evaluation.share_over_questions` gives intervals over questions (a
+chunk holding its needle, `query_share` gives intervals over questions (a
 question's phrasings are not independent), `evaluation.compare` pairs runs question by question,
 and `evaluation.sweep` runs the gate at chapter 6's cuts when out-of-domain queries are given.
 
@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from .. import pipeline
 from ..chunking import Chunk
@@ -34,11 +36,11 @@ from ..dense import Embedder, top_hits
 from ..evaluation import (
     KS,
     SWEEP_COLUMNS,
+    Estimate,
     answers_destroyed,
     compare,
     evaluate,
     per_question,
-    share_over_questions,
     sweep,
 )
 from ..groundtruth import OutOfDomain, Query, Question
@@ -77,6 +79,28 @@ def label_of(strategy: str, method: str, rerank: bool) -> str:
     return f"{strategy}/{method}" + ("+rerank" if rerank else "")
 
 
+def query_share(query_ids: Sequence[str], flags: Sequence[bool]) -> Estimate:
+    """The share of queries flagged (the plain mean over queries that trec_eval gives) with a 95 % t interval that
+    counts each question once: the linearised ratio interval over questions (a question's phrasings are not
+    independent). With as many phrasings per question it is `share_over_questions`'s interval; with some
+    questions asked once and some twice that interval is around another mean, and may even exclude this one.
+
+    >>> query_share(["q1/doc", "q1/ticket", "q2/doc", "q2/ticket"], [True, False, True, True])
+    Estimate(value=0.75, low=0.0, high=1.0)
+    >>> [round(x, 3) for x in query_share(["a/doc", "a/ticket", "b/doc", "c/doc"], [True, True, False, True])]
+    [0.75, 0.0, 1.0]
+    """
+    question = [str(q).rsplit("/", 1)[0] for q in query_ids]
+    groups = pd.Series(np.asarray(flags, dtype=np.float64)).groupby(question, sort=False)
+    hits, sizes = groups.sum().to_numpy(), groups.size().to_numpy().astype(np.float64)
+    if len(hits) < 2:
+        raise ValueError(f"{len(hits)} question(s): an interval over questions needs at least 2")
+    value = float(hits.sum() / sizes.sum())
+    residual = (hits - value * sizes) / sizes.mean()  # each question's share of the estimate's error
+    half = float(stats.t.ppf(0.975, len(hits) - 1) * residual.std(ddof=1) / math.sqrt(len(hits)))
+    return Estimate(value, max(0.0, value - half), min(1.0, value + half))
+
+
 def ndcg(rank: int | None, k: int) -> float:
     """nDCG@k with binary relevance and one relevant chunk (Järvelin & Kekäläinen, 2002).
 
@@ -110,6 +134,10 @@ class _Clock:
 
     def __init__(self) -> None:
         self.ms: dict[str, float] = {}
+
+    def per_query(self, text: str, repeats: Counter) -> float:
+        """The time of one query with this text: queries asked in the same words (`repeats`) share it evenly."""
+        return self.ms.get(text, 0.0) / max(1, repeats[text])
 
     def wrap(self, fn: Callable) -> Callable:
         def timed(query: str, *args, **kwargs):
@@ -185,12 +213,13 @@ def _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed) 
 
     first = _Clock()
     rankings = pipeline.rank_all(first.wrap(retriever.rank), retriever.chunks, qs, method, vectors=vectors)
-    ms = {q.id: first.ms[q.text] for q in qs}
+    repeats = Counter(q.text for q in qs)
+    ms = {q.id: first.per_query(q.text, repeats) for q in qs}
     runs = [make_run(retriever.strategy, method, False, rankings, ms, qs, settings.ks, destroyed)]
     if reranker is not None:
         second = _Clock()
         reranked = rerank_rankings(_TimedReranker(reranker, second), qs, rankings)
-        total = {q.id: ms[q.id] + second.ms.get(q.text, 0.0) for q in qs}
+        total = {q.id: ms[q.id] + second.per_query(q.text, repeats) for q in qs}
         runs.append(make_run(retriever.strategy, method, True, reranked, total, qs, settings.ks, destroyed))
     return runs
 
@@ -259,7 +288,7 @@ def run_entry(run: Run, ks: Sequence[int]) -> dict:
     table = run.per_query
     entry = {"strategy": run.strategy, "method": run.method, "rerank": run.rerank, "label": run.label,
              **_figures(table, ks)}
-    entry["recall_interval"] = {str(k): list(share_over_questions(table["query"], table[f"hit@{k}"]).interval)
+    entry["recall_interval"] = {str(k): list(query_share(table["query"], table[f"hit@{k}"]).interval)
                                 for k in ks}
     phrasings = list(dict.fromkeys(table["phrasing"]))
     entry["by_phrasing"] = {p: _figures(table[table["phrasing"] == p], ks) for p in phrasings} \

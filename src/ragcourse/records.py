@@ -1,0 +1,162 @@
+"""A user's JSON Lines file read item by item: every good record kept, every bad one rejected with where and why.
+
+`parse_records` reads one JSON object a line (a byte-order mark, CRLF line ends, blank lines and
+`#` comment lines are fine; a JSON array of objects is read too, each element named by its line).
+A line that is not UTF-8, not JSON, not an object, lacks a required field, carries an unknown one
+or repeats an earlier id is a `Rejected` item naming the file and line; it costs only itself. Only
+what makes the whole file unusable (missing, a folder, a named pipe, a link loop, unreadable, too
+large) raises `RecordsError`, before anything is read from it.
+
+Leaves out: JSON5, YAML, CSV, and repairing a line (a rejected line is never guessed at).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+#: A questions or queries file larger than this is refused whole (about 100 MB: far more than anyone writes).
+MAX_FILE_BYTES = 100_000_000
+
+
+class RecordsError(ValueError):
+    """The whole file cannot be read; the message names it and says why."""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """One item left out: where (`file:line`) and why."""
+
+    where: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.reason}"
+
+
+def where(path: str | Path, line: int) -> str:
+    """`file:line`, savable as UTF-8 whatever the file's name (bytes that are not UTF-8 written as escapes).
+
+    >>> where(os.fsdecode(b"q\\xe9.jsonl"), 4)
+    'q\\\\xe9.jsonl:4'
+    """
+    return f"{os.fsencode(str(path)).decode('utf-8', 'backslashreplace')}:{line}"
+
+
+def file_bytes(path: Path) -> bytes:
+    """The bytes of a regular file, or RecordsError naming what the path is instead (folder, pipe, loop...)."""
+    from .documents import problem
+
+    if not path.exists() and not path.is_symlink():
+        raise RecordsError(f"{path}: file not found")
+    why = problem(path)
+    if why == "a folder, not a file":
+        raise RecordsError(f"{path}: is a folder, not a file: give the path of a .jsonl file")
+    if why is not None:
+        raise RecordsError(f"{path}: {why}")
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise RecordsError(f"{path}: too large: {size} bytes > limit of {MAX_FILE_BYTES} bytes")
+        return path.read_bytes()
+    except OSError as err:
+        raise RecordsError(f"{path}: unreadable: {err.strerror or err}") from err
+
+
+def lines(raw: bytes) -> list[tuple[int, str | None]]:
+    """(line number, text) per line worth reading: blank and `#` lines dropped; None for a line not UTF-8.
+
+    >>> lines(b"\\xef\\xbb\\xbf{}\\r\\n\\n# note\\n caf\\xe9\\n")
+    [(1, '{}'), (4, None)]
+    """
+    out: list[tuple[int, str | None]] = []
+    for number, line in enumerate(raw.removeprefix(b"\xef\xbb\xbf").split(b"\n"), start=1):
+        try:
+            text = line.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError:
+            out.append((number, None))
+            continue
+        if text.strip() and not text.lstrip().startswith("#"):
+            out.append((number, text))
+    return out
+
+
+def array_items(text: str) -> list[tuple[int, object]] | None:
+    """(line, element) of a JSON array of objects, or None when `text` is not one (read it as JSON Lines).
+
+    >>> array_items('[{"id": "a"},\\n {"id": "b"}]')
+    [(1, {'id': 'a'}), (2, {'id': 'b'})]
+    """
+    if not text.lstrip().startswith("["):
+        return None
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(whole, list) or not all(isinstance(item, dict) for item in whole):
+        return None
+    decoder, out, at = json.JSONDecoder(), [], text.index("[") + 1
+    for _ in whole:
+        while text[at] in " \t\r\n,":
+            at += 1
+        item, end = decoder.raw_decode(text, at)
+        out.append((text.count("\n", 0, at) + 1, item))
+        at = end
+    return out
+
+
+def check_record(record: object, required: Sequence[str], optional: Sequence[str] = (),
+                 flags: Sequence[str] = ()) -> str | None:
+    """Why `record` is not a valid record (a JSON object of string fields, `flags` booleans), or None.
+
+    >>> check_record({"id": "a"}, ("id", "query"))
+    "required fields ['id', 'query'], optional []; missing ['query'], unexpected []"
+    """
+    if not isinstance(record, dict):
+        return f"expected a JSON object, got {type(record).__name__}"
+    allowed = (*optional, *flags)
+    missing = [f for f in required if f not in record]
+    extra = sorted(set(record) - set(required) - set(allowed))
+    if missing or extra:
+        return f"required fields {list(required)}, optional {list(allowed)}; missing {missing}, unexpected {extra}"
+    bad = [f for f in record if not isinstance(record[f], bool if f in flags else str)
+           or (f in required and not record[f].strip())]
+    if bad:
+        return f"fields {bad} must be strings (required ones non-empty), flags {list(flags)} true or false"
+    return None
+
+
+def _parse_line(text: str | None) -> tuple[object, str | None]:
+    """(value, None) for a line of JSON, else (None, why not)."""
+    if text is None:
+        return None, "not UTF-8 text (save the file as UTF-8)"
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as err:
+        return None, f"not valid JSON ({err.msg})"
+
+
+def parse_records(path: str | Path, required: Sequence[str], optional: Sequence[str] = (),
+                  flags: Sequence[str] = ()) -> tuple[list[tuple[int, dict]], list[Rejected]]:
+    """(line, record) per good item and a `Rejected` per bad one, in file order; a repeated id is rejected
+    where it repeats. RecordsError only when the file as a whole cannot be read."""
+    path = Path(path)
+    raw = file_bytes(path)
+    items = array_items(raw.decode("utf-8-sig", errors="replace"))
+    parsed = [(n, item, None) for n, item in items] if items is not None \
+        else [(n, *_parse_line(text)) for n, text in lines(raw)]
+    records, rejected, first = [], [], {}
+    for number, item, why in parsed:
+        why = why or check_record(item, required, optional, flags)
+        if why is None and "id" in required and item["id"] in first:
+            why = f"duplicate id {item['id']!r} (first on line {first[item['id']]})"
+        if why is not None:
+            rejected.append(Rejected(where(path, number), why))
+            continue
+        if "id" in required:
+            first[item["id"]] = number
+        records.append((number, item))
+    return records, rejected
