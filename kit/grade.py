@@ -33,6 +33,7 @@ from pathlib import Path
 import nbformat
 
 from kit import definitions, sandbox, summary
+from kit.escape import csv_cell, md, shown
 from kit.hidden import Hidden, load
 from kit.runner import Kernel, Limits, Run
 from ragcourse.book.exercises import VARIANT_ENV, variant
@@ -45,8 +46,6 @@ MAX_NOTEBOOK = 64 << 20  # bytes: a notebook with its outputs; a bigger file is 
 MAX_FEEDBACK = 500
 DEFAULT_LIMITS = Limits()
 UNSAFE_NOTE = "graded WITHOUT a sandbox (--unsafe): the grader did not isolate this notebook"
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")  # a spreadsheet reads such a cell as a formula (OWASP)
-MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;", "&": "&amp;"}
 ROWS_FILE = re.compile(r"^[0-9a-f]{32}-\d\d\.json$")  # OUT/.rows/<hash of the student's folder name>-<chapter>.json
 RESERVED = ("grades.csv", "summary.md", ".rows")  # names in OUT that no student's feedback folder may take
 
@@ -193,33 +192,6 @@ class Chapter:
         if not isinstance(points, int | float) or isinstance(points, bool) or not math.isfinite(points):
             return 0.0, "not graded: the check reported no number"
         return min(float(most), max(0.0, float(points))), _bounded(feedback)
-
-
-def shown(name: str) -> str:
-    r"""A name a student chose, as one printable line: a newline, an escape or an undecodable byte spelled out.
-
-    >>> shown("a\nb\x1b[2J\udcff")
-    'a\\nb\\x1b[2J\\udcff'
-    """
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(name))
-
-
-def csv_cell(text: str) -> str:
-    """A grades.csv cell a spreadsheet shows as text: one that would start a formula gets a leading '.
-
-    >>> csv_cell("=HYPERLINK(1)"), csv_cell(" -1+1"), csv_cell("full marks")
-    ("'=HYPERLINK(1)", "' -1+1", 'full marks')
-    """
-    return "'" + text if text.lstrip(" ")[:1] in FORMULA_START and text.strip(" ") else text
-
-
-def md(text: str) -> str:
-    r"""Text a student controls, for feedback.md: one line, no HTML, no link, nothing that breaks a table.
-
-    >>> md("a|b <script> [x](y)\n")
-    'a\\|b &lt;script&gt; \\[x\\](y)\\\\n'
-    """
-    return "".join(MD_ESCAPES.get(ch, ch) for ch in shown(text))
 
 
 def _tagged(cell, token: str) -> dict | None:

@@ -6,36 +6,17 @@ needs help and which exercise the class missed without opening a spreadsheet or 
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from statistics import mean, median
-from typing import Protocol
+from typing import TYPE_CHECKING
+
+from kit.escape import md
+
+if TYPE_CHECKING:
+    from kit.grade import Row
 
 
-class GradeRow(Protocol):
-    """What a line of grades.csv holds (kit.grade.Row)."""
-
-    student: str
-    chapter: str
-    exercise: str
-    points: float
-    max_points: int
-    feedback: str
-
-
-def cell(text: object, limit: int = 80) -> str:
-    """Text safe inside a Markdown table cell: one line, no pipes or markup, at most `limit` characters.
-
-    >>> cell("a | b\\n<script>`x`")
-    'a / b &lt;script&gt;x'
-    """
-    flat = " ".join(str(text).split()).replace("|", "/").replace("`", "")
-    flat = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    flat = re.sub(r"([\\*_\[\]])", r"\\\1", flat)
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _students(rows: list[GradeRow], chapters: list[str]) -> list[str]:
+def _students(rows: list[Row], chapters: list[str]) -> list[str]:
     totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     maxima: dict[str, int] = defaultdict(int)
     for r in rows:
@@ -47,13 +28,13 @@ def _students(rows: list[GradeRow], chapters: list[str]) -> list[str]:
     lines = [f"| student | {columns} | total (of {most}) |", "|---|" + "---:|" * (len(chapters) + 1)]
     for student in sorted(totals, key=lambda s: (-sum(totals[s].values()), s)):
         got = totals[student]
-        lines.append(f"| {cell(student, 40)} | " + " | ".join(f"{got[c]:g}" for c in chapters)
+        lines.append(f"| {md(student, 40)} | " + " | ".join(f"{got[c]:g}" for c in chapters)
                      + f" | {sum(got.values()):g} |")
     return lines
 
 
-def _exercises(rows: list[GradeRow]) -> list[str]:
-    by_exercise: dict[tuple[str, str], list[GradeRow]] = defaultdict(list)
+def _exercises(rows: list[Row]) -> list[str]:
+    by_exercise: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for r in rows:
         by_exercise[(r.chapter, r.exercise)].append(r)
     lines = ["| exercise | points | mean | full marks | none | most common feedback below full marks |",
@@ -61,13 +42,13 @@ def _exercises(rows: list[GradeRow]) -> list[str]:
     for (_, exercise), group in sorted(by_exercise.items(), key=lambda kv: [int(p) for p in kv[0][1].split(".")]):
         top = group[0].max_points
         misses = Counter(r.feedback for r in group if r.points < r.max_points).most_common(1)
-        common = f"{cell(misses[0][0])} ({misses[0][1]})" if misses else ""
+        common = f"{md(misses[0][0], 80)} ({misses[0][1]})" if misses else ""
         full, none = sum(r.points >= r.max_points for r in group), sum(r.points == 0 for r in group)
         lines.append(f"| {exercise} | {top} | {mean(r.points for r in group):.2f} | {full} | {none} | {common} |")
     return lines
 
 
-def markdown(rows: list[GradeRow]) -> str:
+def markdown(rows: list[Row]) -> str:
     """The summary page for these rows (every student graded on the same chapters).
 
     >>> from types import SimpleNamespace as R

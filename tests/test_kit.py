@@ -231,14 +231,14 @@ def _output_rows(out: Path, submissions: Path, names: list[str], chapter: str, p
 
 
 def grade_shown(name: str) -> str:
-    from kit.grade import shown
+    from kit.escape import shown
 
     return shown(name)
 
 
 def test_output_takes_any_folder_name_and_writes_safe_csv_and_markdown(tmp_path):
     """A folder name or feedback a student controls never breaks the run, a spreadsheet or the feedback page."""
-    from kit.grade import csv_cell
+    from kit.escape import csv_cell
 
     rows = _output_rows(tmp_path / "out", tmp_path / "subs", HOSTILE_NAMES, "90", 2)
     assert len(rows) == len(HOSTILE_NAMES)

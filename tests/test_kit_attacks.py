@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # kit/ is not installed: it is imported from the repository's root
 
 from kit import definitions, sandbox  # noqa: E402
-from kit.grade import FORMULA_START, csv_cell, shown  # noqa: E402
+from kit.escape import FORMULA_START, csv_cell, shown  # noqa: E402
 from kit.student import student_edition  # noqa: E402
 from tests.test_kit import FIXTURE, FIXTURE_CHECKS, SQUARES_12, reference, submission  # noqa: E402
 
