@@ -119,6 +119,7 @@ class Chapter:
         self.maxima = {ex: h.points for ex, h in self.checks.items()}
         self.nb = nbformat.read(self.reference, as_version=4)
         self.names = answer_names(self.nb)
+        self.stubs = exercise_stubs(self.nb)
         self.kernel = None
         self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-"))
         self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
@@ -243,12 +244,35 @@ def grade_submission(data: bytes, chapter: Chapter, limits: Limits, unsafe: bool
     values = {name: v for name, v in values.items() if name in set(chapter.names)}
     functions = {name: definitions.program(sources, name) for name, v in values.items()
                  if isinstance(v, dict) and v.get("$t") == "function"}
-    scores = chapter.score(values, functions, run)
-    for ex, (points, _) in list(scores.items()):
-        if not points and ex in not_attempted:
-            scores[ex] = (0.0, "not attempted: the answer cell still raises NotImplementedError")
+    scores = _not_attempted(chapter.score(values, functions, run), not_attempted, nb, chapter.stubs)
     why = "not graded: " + (run.notes[-1] if run.notes else "the check did not report")
     return {ex: scores.get(ex, (0.0, why)) for ex in why_zero}, run
+
+
+def exercise_stubs(nb) -> dict[str, str]:
+    """{exercise id: its stub, whitespace collapsed} from a reference notebook's answer cells."""
+    found = {}
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("exercise") if isinstance(cell.get("metadata"), dict) else None
+        if cell.cell_type == "code" and isinstance(meta, dict) and isinstance(meta.get("stub"), str):
+            found[str(meta.get("id"))] = " ".join(meta["stub"].split())
+    return found
+
+
+def _not_attempted(scores: dict, raised: set[str], nb, stubs: dict[str, str]) -> dict:
+    """A zero whose answer cell raised NotImplementedError, or is still its stub (a function stub raises only
+    when called, so its checks saw wrong answers), says "not attempted"; a score above zero is kept."""
+    untouched = set()
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("exercise") if isinstance(cell.get("metadata"), dict) else None
+        if cell.cell_type == "code" and isinstance(meta, dict) and str(meta.get("id")) in stubs:
+            if " ".join(str(cell.source).split()) == stubs[str(meta.get("id"))]:
+                untouched.add(str(meta.get("id")))
+    for ex, (points, _) in list(scores.items()):
+        if not points and (ex in raised or ex in untouched):
+            why = "still raises NotImplementedError" if ex in raised else "is still the stub as handed out"
+            scores[ex] = (0.0, f"not attempted: the answer cell {why}")
+    return scores
 
 
 def _note_variant(nb, run: Run) -> None:

@@ -206,12 +206,32 @@ def test_feedback_says_what_went_wrong_without_the_expected_value(graded):
     assert "partly right" in feedback["f-partial"] and '"above" or "below"' in feedback["f-partial"]
     assert "ran past its 5 s limit" in feedback["g-function-loops"]
     assert "not attempted" in feedback["h-student-edition"]
+    untouched = [r["feedback"] for r in rows if r["student"] == "h-student-edition"]
+    assert all(f.startswith("not attempted: the answer ") for f in untouched), untouched
     assert "not a readable notebook" in feedback["i-not-a-notebook"]
     assert "no notebook submitted" in feedback["j-nothing"] and "notes.ipynb" in feedback["j-nothing"]
     assert "x18.ipynb and 6 more" in feedback["j-nothing"] and "x19" not in feedback["j-nothing"]
     assert "**6 of 6 points.**" in feedback["z-reference"]
     assert not any(str(SQUARES_12) in text for text in feedback.values())
     assert not any(str(SQUARES_12) in r["feedback"] for r in rows)
+
+
+def test_a_zero_for_an_answer_cell_still_its_stub_says_not_attempted():
+    # A function stub raises only when called; a check that counts its crashes as wrong answers saw
+    # "13 of 13 documents counted wrong" for chapter 1's untouched exercise 1.3.
+    from kit.grade import _not_attempted, exercise_stubs
+
+    stub = "def f(x):\n    raise NotImplementedError('Exercise 9.1')\n"
+    answer = "def f(x):\n    return 2 * x\n"
+    reference = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        answer, metadata={"exercise": {"id": ex, "stub": stub}}) for ex in ("9.1", "9.2", "9.3")])
+    # the student edition drops the stub from the metadata and puts it in the cell
+    cells = [nbformat.v4.new_code_cell(source, metadata={"exercise": {"id": ex}})
+             for ex, source in (("9.1", stub + "\n"), ("9.2", "def f(x):\n    return x\n"), ("9.3", stub))]
+    scores = {"9.1": (0.0, "13 of 13 counted wrong"), "9.2": (0.0, "2 of 13 counted wrong"), "9.3": (1.0, "ok")}
+    got = _not_attempted(dict(scores), set(), nbformat.v4.new_notebook(cells=cells), exercise_stubs(reference))
+    assert got["9.1"] == (0.0, "not attempted: the answer cell is still the stub as handed out")
+    assert got["9.2"] == scores["9.2"] and got["9.3"] == scores["9.3"]
 
 
 HOSTILE_NAMES = ['=HYPERLINK("http:x","y")', "+cmd", "@x", "-1+1", "\tTAB", "a|b", "a\nb", "\x1b[2Jclear",
