@@ -583,6 +583,9 @@ def test_thousands_of_bad_lines_are_counted_not_flooded(tmp_path, stand_in, caps
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 21 and err[-1].startswith("ragcourse eval: ... and 4980 more line(s) left out")
     assert len(json.loads((out / "results.json").read_text(encoding="utf-8"))["questions"]["rejected"]) == 5000
+    page = (out / "report.html").read_text(encoding="utf-8")
+    section = page.split("id='left-out'")[1].split("<h2")[0]
+    assert "5000 line(s)" in section and "the first 100 are listed" in section and section.count("</tr>") == 101
 
 
 def test_a_questions_file_whose_name_is_not_utf8_still_gets_its_report(tmp_path, stand_in):

@@ -324,13 +324,18 @@ figure{margin:1em 0}figcaption{color:#555;font-size:.9em}td:first-child{white-sp
 @media (max-width:600px){body{margin:1em auto;padding:0 .5em}table{font-size:.8em}}"""
 
 
+LEFT_OUT_SHOWN = 100  # lines of a questions file listed on the page as left out (all are in results.json)
+
+
 def _left_out_section(rejected: Sequence[dict]) -> list[str]:
     """The questions file's lines that were not measured, each with where and why (nothing when none)."""
     if not rejected:
         return []
+    many = len(rejected) > LEFT_OUT_SHOWN
+    shown = f"the first {LEFT_OUT_SHOWN} are listed, every one is in results.json. " if many else ""
     return [f"<h2 id='left-out'>Questions left out</h2><p class='note'>{len(rejected)} line(s) of the questions "
-            "(or out-of-domain) file could not be used; every other line was. Fix them and run again.</p>",
-            _table(pd.DataFrame(rejected)[["where", "reason"]])]
+            f"(or out-of-domain) file could not be used; every other line was; {shown}Fix them and run again.</p>",
+            _table(pd.DataFrame(list(rejected)[:LEFT_OUT_SHOWN])[["where", "reason"]])]
 
 
 def _corpus_section(c: dict) -> list[str]:
