@@ -434,10 +434,14 @@ def test_a_function_reads_but_cannot_write_the_folder_its_check_shares():
     exchange = Path(tempfile.mkdtemp(prefix="ragcourse-test-exchange-"))
     exchange.chmod(0o755)
     (exchange / "input.txt").write_text("the check's input")
+    # as chapter 8's check does: its own TemporaryDirectory (0700, the grader's) inside the exchange folder
+    inner = Path(tempfile.mkdtemp(dir=exchange))
+    (inner / "input.txt").write_text("the check's input")
     functions = sandbox.Functions([FORGES_INPUT], time.monotonic() + 60, exchange=exchange)
     try:
         assert functions.call("f", (str(exchange),), {}) == ("OSError", "the check's input")
-        assert (exchange / "input.txt").read_text() == "the check's input"
+        assert functions.call("f", (str(inner),), {}) == ("OSError", "the check's input")
+        assert (exchange / "input.txt").read_text() == (inner / "input.txt").read_text() == "the check's input"
     finally:
         functions.close()
         shutil.rmtree(exchange)
