@@ -35,7 +35,7 @@ import nbformat
 from kit import definitions, sandbox, summary
 from kit.escape import csv_cell, md, shown
 from kit.hidden import Hidden, load
-from kit.runner import Kernel, Limits, Run
+from kit.runner import Kernel, Limits, Run, exercise_meta
 from ragcourse.book.exercises import VARIANT_ENV, variant
 
 KIT = Path(__file__).resolve().parent
@@ -249,25 +249,23 @@ def grade_submission(data: bytes, chapter: Chapter, limits: Limits, unsafe: bool
     return {ex: scores.get(ex, (0.0, why)) for ex in why_zero}, run
 
 
+def _collapsed(text) -> str:
+    return " ".join(str(text).split())
+
+
 def exercise_stubs(nb) -> dict[str, str]:
     """{exercise id: its stub, whitespace collapsed} from a reference notebook's answer cells."""
-    found = {}
-    for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("exercise") if isinstance(cell.get("metadata"), dict) else None
-        if cell.cell_type == "code" and isinstance(meta, dict) and isinstance(meta.get("stub"), str):
-            found[str(meta.get("id"))] = " ".join(meta["stub"].split())
-    return found
+    from kit.student import answer_cells, exercise_of
+
+    return {str(exercise_of(c)["id"]): _collapsed(exercise_of(c)["stub"]) for c in answer_cells(nb)}
 
 
 def _not_attempted(scores: dict, raised: set[str], nb, stubs: dict[str, str]) -> dict:
     """A zero whose answer cell raised NotImplementedError, or is still its stub (a function stub raises only
     when called, so its checks saw wrong answers), says "not attempted"; a score above zero is kept."""
-    untouched = set()
-    for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("exercise") if isinstance(cell.get("metadata"), dict) else None
-        if cell.cell_type == "code" and isinstance(meta, dict) and str(meta.get("id")) in stubs:
-            if " ".join(str(cell.source).split()) == stubs[str(meta.get("id"))]:
-                untouched.add(str(meta.get("id")))
+    metas = [(cell, exercise_meta(cell)) for cell in nb.cells if cell.cell_type == "code"]
+    untouched = {str(meta.get("id")) for cell, meta in metas
+                 if isinstance(meta, dict) and stubs.get(str(meta.get("id"))) == _collapsed(cell.source)}
     for ex, (points, _) in list(scores.items()):
         if not points and (ex in raised or ex in untouched):
             why = "still raises NotImplementedError" if ex in raised else "is still the stub as handed out"

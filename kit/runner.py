@@ -124,8 +124,8 @@ def run_cells(kernel, nb, limits: Limits, run: Run) -> None:
         if outcome == "error":
             error = next(o for o in cell.outputs if o.get("output_type") == "error")
             run.notes.append(f"{label} raised {error.get('ename')}: {str(error.get('evalue'))[:160]}")
-            if error.get("ename") == "NotImplementedError" and isinstance(_exercise(cell), dict):
-                run.not_attempted.add(str(_exercise(cell).get("id")))
+            if error.get("ename") == "NotImplementedError" and isinstance(exercise_meta(cell), dict):
+                run.not_attempted.add(str(exercise_meta(cell).get("id")))
         elif outcome == "timeout":
             run.notes.append(f"{label} ran past its limit ({min(limits.cell, left):.0f} s) and was interrupted")
         elif outcome == "dead":
@@ -134,13 +134,14 @@ def run_cells(kernel, nb, limits: Limits, run: Run) -> None:
             return
 
 
-def _exercise(cell):
+def exercise_meta(cell) -> dict | None:
+    """The `exercise` metadata of a cell, if it has any (a student's notebook may hold anything there)."""
     meta = cell.get("metadata", {})
     return meta.get("exercise") if isinstance(meta, dict) else None
 
 
 def _label(cell, index: int) -> str:
-    exercise = _exercise(cell)
+    exercise = exercise_meta(cell)
     exercise = exercise.get("id") if isinstance(exercise, dict) else None
     return f"the answer cell of exercise {str(exercise)[:20]}" if exercise else f"code cell {index + 1}"
 

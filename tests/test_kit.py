@@ -224,7 +224,7 @@ def test_a_zero_for_an_answer_cell_still_its_stub_says_not_attempted():
     stub = "def f(x):\n    raise NotImplementedError('Exercise 9.1')\n"
     answer = "def f(x):\n    return 2 * x\n"
     reference = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        answer, metadata={"exercise": {"id": ex, "stub": stub}}) for ex in ("9.1", "9.2", "9.3")])
+        answer, metadata={"exercise": {"id": ex, "stub": stub}, "tags": ["answer"]}) for ex in ("9.1", "9.2", "9.3")])
     # the student edition drops the stub from the metadata and puts it in the cell
     cells = [nbformat.v4.new_code_cell(source, metadata={"exercise": {"id": ex}})
              for ex, source in (("9.1", stub + "\n"), ("9.2", "def f(x):\n    return x\n"), ("9.3", stub))]
