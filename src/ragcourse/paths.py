@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = Path(os.environ.get("RAGCOURSE_DATA", ROOT / "data"))
 #: The course's cached vectors and token matrices; RAGCOURSE_CACHE moves it (nbval's older-CPU pass embeds afresh).
 CACHE_ROOT = Path(os.environ.get("RAGCOURSE_CACHE", DATA_DIR / "cache"))
+#: The optional models `make models` assembles (ragcourse.build.models); RAGCOURSE_MODELS moves it.
+MODELS_DIR = Path(os.environ.get("RAGCOURSE_MODELS", DATA_DIR / "models"))
 #: Stored runs the chapters read (timings, SmolLM2's outputs), written by ``benchmarks/``.
 RESULTS_DIR = Path(os.environ.get("RAGCOURSE_RESULTS", ROOT / "benchmarks" / "results"))
 
