@@ -39,7 +39,12 @@ OUTPUT_WAIT = 60  # seconds to wait for a finished cell's last output message
 
 
 def checks_for(notebook: Path) -> Path | None:
-    """The hidden checks of a chapter notebook (`NN-*.ipynb` -> kit/checks/chNN.py), if it has any."""
+    """The hidden checks of a chapter notebook (`NN-*.ipynb` -> kit/checks/chNN.py), if it has any.
+
+    A lab (`notebooks/labs/NN-*.ipynb`) has no exercises, so no checks, whatever its number.
+    """
+    if notebook.parent.name == "labs":
+        return None
     path = CHECKS / f"ch{notebook.name[:2]}.py"
     return path if notebook.name[:2].isdigit() and path.is_file() else None
 
