@@ -142,7 +142,7 @@ def _verifies(node: ast.AST, glue: frozenset[str] = GLUE) -> bool:
     return False
 
 
-def glue_helpers(sources: list[str]) -> frozenset[str]:
+def glue_functions(sources: list[str]) -> frozenset[str]:
     """`glue`, and the functions these cells define whose body (docstring aside) only glues or asserts."""
     trees = [t for t in map(_python, sources) if t is not None]
     defs = [n for t in trees for n in ast.walk(t) if isinstance(n, ast.FunctionDef)]
@@ -249,7 +249,7 @@ def without_verification(cells: list) -> list:
     name it may bind or change, so the edition still runs.
     """
     kept, read = [], set()
-    glue = glue_helpers([c.source for c in cells if c.cell_type == "code"])
+    glue = glue_functions([c.source for c in cells if c.cell_type == "code"])
     for cell in reversed(cells):
         cell = copy.copy(cell)  # its outputs are shared, its source and metadata replaced
         cell.metadata = copy.deepcopy(cell.get("metadata", {}))
@@ -269,7 +269,7 @@ def without_verification(cells: list) -> list:
 def follows(edition_cells: list, reference_cells: list) -> bool:
     """Whether the edition's cells are the reference's, in order, glue and asserts taken out, leaving out
     only cells the page removes (`remove-cell`) or that held nothing but verification."""
-    glue = glue_helpers([c.source for c in reference_cells if c.cell_type == "code"])
+    glue = glue_functions([c.source for c in reference_cells if c.cell_type == "code"])
     pending = iter(reference_cells)
     for cell in edition_cells:
         for ref in pending:
