@@ -105,8 +105,8 @@ PAGES = _pages()
 
 
 def test_the_checks_see_the_chapters():
-    assert any(p.name == "01-corpus.html" for p in PAGES) and any(p.name == "sources.html" for p in PAGES)
-    assert "original chapter" in page_text(HTML / "sources.html")
+    assert any(p.name == "01-corpus.html" for p in PAGES) and any(p.name == "sources-checked.html" for p in PAGES)
+    assert "original chapter" in page_text(HTML / "sources-checked.html")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(HTML)))
