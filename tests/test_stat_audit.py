@@ -5,7 +5,7 @@ it, glued values filled in, checked against the statistics it states.
   exact two-sided sign test of those counts (scipy.stats.binomtest), unless its sentence names another test.
 - One p-value per comparison: a sentence about one depth (R@k) does not give both a p from win/loss counts and a p
   from the mean difference without naming the tests.
-- "Non-inferior" only with a margin stated in the same paragraph.
+- "Non-inferior" only with a margin stated in the same paragraph, as a number ("a margin of 0.02").
 - No "n to detect" (or "n for 0.05") below the smallest n at which the two-sided sign test can reach 0.05 (6:
   with 5 pairs the smallest p is 2 / 2**5 = 0.0625).
 - No zero-width interval printed as an interval ("0.000 [0.000, 0.000]").
@@ -34,6 +34,7 @@ COUNTS_P = re.compile(
     r"(?:questions?|queries) and losing (\d+))[^.;()]{0,40}?[,(]\s*p\s*=\s*(0?\.\d+)")
 # One comparison (one depth R@k) given a p from its win/loss counts and another from its mean difference.
 DIFF_P = re.compile(r"[+−-]0?\.\d+,?\s*\(?p\s*=\s*0?\.\d+")
+MARGIN = re.compile(r"margin (?:of|δ|=|\$\\delta\$ =)\s*[-+−]?\d", re.IGNORECASE)  # a number, not "by a small margin"
 SMALLEST_N_SIGN = 6  # sign test, two-sided, alpha 0.05: 2 * 0.5**6 <= 0.05 < 2 * 0.5**5
 ZERO_WIDTH = re.compile(r"(-?\d+(?:\.\d+)?) \[(-?\d+(?:\.\d+)?), (-?\d+(?:\.\d+)?)\]")
 NEEDED = re.compile(r"^n (?:for 0?\.05|to detect)$")
@@ -111,7 +112,7 @@ def findings(path: Path) -> list[str]:
             depths = set(re.findall(r"R@\d+", sentence))
             if COUNTS_P.search(sentence) and DIFF_P.search(sentence) and len(depths) == 1 and not named:
                 found.append(f"two p-values for one comparison: '{sentence[:160]}'")
-        if re.search(r"non-?inferior", paragraph, re.IGNORECASE) and "margin" not in paragraph:
+        if re.search(r"non-?inferior", paragraph, re.IGNORECASE) and not MARGIN.search(paragraph):
             found.append(f"non-inferior without a margin: '{paragraph[:160]}'")
         for match in re.finditer(r"\bn (?:for|to detect)[^0-9]{0,12}0?\.05\D{0,20}?(\d+)\b", paragraph):
             if int(match[1]) < SMALLEST_N_SIGN:
@@ -206,7 +207,7 @@ def test_the_audit_recomputes_the_sign_test_and_finds_each_kind_of_defect(tmp_pa
         {"cell_type": "markdown", "source": "Exact: +16/−6, p = 0.0525. By randomization test: +5/−0, p = 0.01."},
         {"cell_type": "markdown", "source": "At R@20 E wins 16 and loses 6 (p = 0.0525), +0.024 (p = 0.0813)."},
         {"cell_type": "markdown", "source": "At R@8 (p = 0.0692) and R@20 (+0.01, p = 0.1368; +9/−7, p = 0.80)."},
-        {"cell_type": "markdown", "source": "The hybrid is non-inferior to dense."},
+        {"cell_type": "markdown", "source": "The hybrid is non-inferior to dense, by a small margin."},
         {"cell_type": "markdown", "source": "Non-inferior within a margin of 0.02 fixed in advance."},
         {"cell_type": "markdown", "source": "n for 0.05: 5 questions."},
         {"cell_type": "markdown", "source": "The rate is 0.000 [0.000, 0.000]; the other 0.1 [0.0, 0.3]."}]
