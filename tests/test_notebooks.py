@@ -276,3 +276,25 @@ def test_labs_get_no_kit_self_test():
 
     assert checks_for(ROOT / "notebooks" / "03-dense-retrieval.ipynb") is not None
     assert checks_for(ROOT / "notebooks" / "labs" / "03-dense-retrieval.ipynb") is None
+
+
+SOURCE_NAMES = re.compile(r"original chapter|field report", re.IGNORECASE)
+LESSONS = [p for p in NOTEBOOKS if p.parent.name != "labs" and (p.parent / "labs" / p.name).is_file()]
+
+
+def source_mentions(markdown: str) -> list[str]:
+    """The sentences that name a source ("the original chapter", "the field report").
+
+    >>> source_mentions("BM25 is old. The field report {cite}`sourcefieldreport` claims 95 %. It is fast.")
+    ['The field report {cite}`sourcefieldreport` claims 95 %.']
+    """
+    sentences = re.split(r"(?<=[.!?])\s+", " ".join(markdown.split()))
+    return [s for s in sentences if SOURCE_NAMES.search(s)]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=_ids)
+def test_a_lesson_names_a_source_at_most_once_with_a_citation(path: Path):
+    """Issue 37: a lesson teaches on its own terms; a source's claim may motivate a section in ONE cited sentence."""
+    markdown = "\n\n".join(_source(c) for c in _load(path)["cells"] if c["cell_type"] == "markdown")
+    found = source_mentions(markdown)
+    assert len(found) <= 1 and all("{cite" in s for s in found), f"{path.name}: {found}"
