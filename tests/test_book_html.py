@@ -217,3 +217,12 @@ def test_bibliography_labels_are_plain_text_and_tell_works_apart():
              for p in (HTML / "notebooks").glob("*.html")}
     assert cited["07-citations.html"] | cited["10-query-expansion.html"] == {
         "Gao <em>et al.</em>, 2023a", "Gao <em>et al.</em>, 2023b"}, cited
+
+
+def test_pasted_numbers_are_not_bold():
+    """myst-nb makes every glued value bold; book/_static/ragcourse.css, loaded after it, makes it plain text."""
+    page = (HTML / "notebooks" / "07-citations.html").read_text(encoding="utf-8")
+    sheets = re.findall(r'<link rel="stylesheet"[^>]*href="[^"]*/(mystnb|ragcourse)[^"]*"', page)
+    assert sheets.index("ragcourse") > sheets.index("mystnb") and 'class="pasted-text"' in page, sheets
+    css = (HTML / "_static" / "ragcourse.css").read_text(encoding="utf-8")
+    assert re.search(r"span\.pasted-text\s*\{\s*font-weight:\s*inherit;", css)
