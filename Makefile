@@ -37,8 +37,10 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # Progress bars are for people at a keyboard; in stored and re-executed outputs they would wobble.
 export RAGCOURSE_PROGRESS := 0
 
-NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb notebooks/a[0-9]-*.ipynb))
-BOOK_SOURCES := book/_config.yml book/_toc.yml $(wildcard book/*.md book/*.bib book/*.inc) $(NOTEBOOKS)
+# The lessons (notebooks/NN-*.ipynb) and their labs (notebooks/labs/NN-*.ipynb, the measurements: issue 37).
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb notebooks/a[0-9]-*.ipynb \
+	notebooks/labs/[0-9][0-9]-*.ipynb notebooks/labs/a[0-9]-*.ipynb))
+BOOK_SOURCES := book/_config.yml book/_toc.yml $(wildcard book/*.md book/claims/*.md book/*.bib book/*.inc) $(NOTEBOOKS)
 # Files Sphinx does not track as sources: when one changes, every page is rebuilt (--all).
 BOOK_ASSETS := $(wildcard book/_static/* book/_ext/*.py book/figures/*) data/source_figures.csv
 LINT_PATHS := $(wildcard src tests benchmarks kit) notebooks/conftest.py

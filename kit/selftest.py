@@ -11,8 +11,9 @@ That kernel ran the reference chapter, so it can stand for the grader's trusted 
    run (stubs, public checks, the cells between), their answers are exported and scored: every exercise
    must score 0.
 
-The cells before the first answer cell are the same in both editions (`student_tail` checks it), so this
-is the student edition's run without executing the chapter a second time. No check is sent into a
+The cells before the first answer cell are the same in both editions, but for the glue calls and asserts
+the edition leaves out (`student_tail` checks it), so this is the student edition's run without executing
+the chapter a second time. No check is sent into a
 kernel that ran a student's code: here every cell is the book's own.
 """
 
@@ -30,7 +31,7 @@ import nbformat
 from kit import codec, definitions, sandbox
 from kit.grade import _tagged, answer_names, exercise_key, load_checks
 from kit.runner import Limits, Run, export_source, run_cells
-from kit.student import answer_cells, leaks, student_edition, tags
+from kit.student import answer_cells, follows, leaks, student_edition, tags
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKS = ROOT / "kit" / "checks"
@@ -39,7 +40,12 @@ OUTPUT_WAIT = 60  # seconds to wait for a finished cell's last output message
 
 
 def checks_for(notebook: Path) -> Path | None:
-    """The hidden checks of a chapter notebook (`NN-*.ipynb` -> kit/checks/chNN.py), if it has any."""
+    """The hidden checks of a chapter notebook (`NN-*.ipynb` -> kit/checks/chNN.py), if it has any.
+
+    A lab (`notebooks/labs/NN-*.ipynb`) has no exercises, so no checks, whatever its number.
+    """
+    if notebook.parent.name == "labs":
+        return None
     path = CHECKS / f"ch{notebook.name[:2]}.py"
     return path if notebook.name[:2].isdigit() and path.is_file() else None
 
@@ -88,8 +94,8 @@ def student_tail(nb, forget: list[str]):
     """The cells the self-test runs as the student: forget the answers, then the edition from its first stub."""
     edition = student_edition(nb)
     first = edition.cells.index(answer_cells(edition)[0])
-    body = [c.source for c in nb.cells[:nb.cells.index(answer_cells(nb)[0])] if "solution" not in tags(c)]
-    if [c.source for c in edition.cells[1:first]] != body:
+    body = [c for c in nb.cells[:nb.cells.index(answer_cells(nb)[0])] if "solution" not in tags(c)]
+    if not follows(edition.cells[1:first], body):
         raise AssertionError("the student edition's cells before the first stub differ from the chapter's")
     drop = nbformat.v4.new_code_cell(f"for _name in {forget!r}:\n    globals().pop(_name, None)")
     return nbformat.v4.new_notebook(cells=[drop, *copy.deepcopy([edition.cells[0], *edition.cells[first:]])])

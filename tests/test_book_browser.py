@@ -174,3 +174,74 @@ def test_the_narrow_checks_catch_a_squeezed_header_and_a_loose_element(tmp_path)
     assert any('"questions"' in b for b in visit.broken), visit.broken
     loose = [o for o in visit.offscreen if "page itself" not in o]
     assert len(loose) == 1 and 'under "Loose"' in loose[0] and "a banner" in loose[0], visit.offscreen
+
+
+# ---- lesson budgets (issue 37) ----------------------------------------------------------------------------
+# A chapter with a lab (notebooks/labs/NN-name.ipynb) is a LESSON: what a student reads in one sitting.
+# Measured at 1280 px with every toggle closed (as the page opens): at most 18,000 px tall and at most 120
+# lines of code in view (code cells' inputs and listings; a closed toggle's code is not in view). Chapters
+# not split yet are measured and reported (pytest -rs), not held to the budget.
+MAX_HEIGHT, MAX_CODE_LINES = 18_000, 120
+BUDGET = """(() => {
+  const main = document.querySelector('article.bd-article') || document.body;
+  const seen = el => el.getClientRects().length > 0 && el.innerText.trim() !== '';  // a closed toggle: ''
+  const code = Array.from(main.querySelectorAll('div.highlight pre'))
+    .filter(el => seen(el) && !el.closest('.cell_output'))
+    .reduce((n, el) => n + el.innerText.replace(/\\n+$/, '').split('\\n').length, 0);
+  const clone = main.cloneNode(true);
+  clone.querySelectorAll('pre, .cell_output, details, script, style, table, .MathJax, mjx-container')
+    .forEach(el => el.remove());
+  const words = (clone.textContent.match(/[A-Za-z0-9][\\w'’.,-]*/g) || []).length;
+  return {height: document.documentElement.scrollHeight, code: code, words: words};
+})()"""
+CHAPTERS = sorted(p for p in PAGES if Path(p).parent.name == "notebooks")
+
+
+def has_lab(page: str) -> bool:
+    """Whether a chapter page (notebooks/NN-name.html) has its lab notebook, which makes it a lesson."""
+    return (ROOT / "notebooks" / "labs" / Path(page).with_suffix(".ipynb").name).is_file()
+
+
+@pytest.fixture(scope="module")
+def budgets():
+    found: dict[str, dict] = {}
+    with book_browser.Chromium(width=book_browser.WIDTH) as browser:
+
+        def measure(page: str) -> dict:
+            if page not in found:
+                browser.open(page)
+                found[page] = browser.evaluate(BUDGET)
+            return found[page]
+
+        yield measure
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_a_lesson_fits_its_budget(budgets, page):
+    found = budgets(page)
+    figures = f"{page}: {found['height']:,} px, {found['code']} code lines in view, {found['words']:,} words"
+    print(figures)
+    if not has_lab(page):
+        pytest.skip(f"not split into lesson and lab yet: {figures}")
+    assert found["height"] <= MAX_HEIGHT and found["code"] <= MAX_CODE_LINES, (
+        f"{figures} (a lesson: at most {MAX_HEIGHT:,} px and {MAX_CODE_LINES} code lines)")
+
+
+BUDGET_PAGE = """<!doctype html><html><body><article class="bd-article">
+<p>Five words of prose here.</p>
+<div class="highlight"><pre>a = 1
+b = 2
+</pre></div>
+<details><summary>Show code</summary><div class="highlight"><pre>hidden = 1
+also = 2</pre></div></details>
+<div class="cell_output"><div class="highlight"><pre>printed output</pre></div></div>
+<div style="height: 3000px"></div>
+</article></body></html>"""
+
+
+def test_the_budget_counts_code_in_view_and_the_page_height(tmp_path):
+    (tmp_path / "budget.html").write_text(BUDGET_PAGE, encoding="utf-8")
+    with book_browser.Chromium() as browser:
+        browser.open("budget.html", html=tmp_path)
+        found = browser.evaluate(BUDGET)
+    assert found["code"] == 2 and found["words"] == 5 and found["height"] > 3000, found

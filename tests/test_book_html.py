@@ -6,6 +6,7 @@ missing build fails there; a bare `pytest` without a build skips these tests.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from html.parser import HTMLParser
@@ -169,12 +170,12 @@ def test_references_to_exercises_read_their_number():
 
 
 def test_the_sources_page_lists_every_figure_of_the_data_file():
-    """book/sources.md reads data/source_figures.csv at build time: each row is on the page, with its value."""
+    """book/sources-checked.md reads data/source_figures.csv at build time: each row is on the page, with its value."""
     from ragcourse.book.sources import load
 
-    page = (HTML / "sources.html").read_text(encoding="utf-8")
+    page = (HTML / "sources-checked.html").read_text(encoding="utf-8")
     missing = [name for name in load() if f">src_{name}<" not in page]
-    assert not missing, f"rows of data/source_figures.csv not on the sources page (rebuild the book): {missing}"
+    assert not missing, f"rows of data/source_figures.csv not on the appendix page (rebuild the book): {missing}"
     tables = re.findall(r'<table[^>]*class="[^"]*\bsource-figures\b', page)
     assert len(tables) == 2, f"expected one table per source, found {len(tables)}"
 
@@ -203,3 +204,25 @@ def test_every_image_says_what_it_shows_to_a_screen_reader():
             if len(words) < 4 or re.search(r"\.(png|svg|jpe?g|gif)$", alt or "", re.IGNORECASE):
                 lacking.append(f"{page.relative_to(HTML)}: {src} (alt={alt!r})")
     assert not lacking, "images without a describing alt text:\n" + "\n".join(lacking)
+
+
+def test_bibliography_labels_are_plain_text_and_tell_works_apart():
+    """No raw LaTeX in a label ("Aum\\"uller"), and two works never share one, in the list or in the text."""
+    page = (HTML / "bibliography.html").read_text(encoding="utf-8")
+    labels = [html.unescape(x) for x in re.findall(r'class="label"><span class="fn-bracket">\[</span>(.*?)<span', page)]
+    assert len(labels) >= 30 and not [x for x in labels if "\\" in x or "{" in x], labels
+    assert len(set(labels)) == len(labels), sorted(x for x in labels if labels.count(x) > 1)
+    assert "Aumüller et al. 2020" in labels and {"Gao et al. 2023a", "Gao et al. 2023b"} <= set(labels)
+    cited = {p.name: set(re.findall(r"Gao <em>et al\.</em>, 2023[a-z]?", p.read_text(encoding="utf-8")))
+             for p in (HTML / "notebooks").glob("*.html")}
+    assert cited["07-citations.html"] | cited["10-query-expansion.html"] == {
+        "Gao <em>et al.</em>, 2023a", "Gao <em>et al.</em>, 2023b"}, cited
+
+
+def test_pasted_numbers_are_not_bold():
+    """myst-nb makes every glued value bold; book/_static/ragcourse.css, loaded after it, makes it plain text."""
+    page = (HTML / "notebooks" / "07-citations.html").read_text(encoding="utf-8")
+    sheets = re.findall(r'<link rel="stylesheet"[^>]*href="[^"]*/(mystnb|ragcourse)[^"]*"', page)
+    assert sheets.index("ragcourse") > sheets.index("mystnb") and 'class="pasted-text"' in page, sheets
+    css = (HTML / "_static" / "ragcourse.css").read_text(encoding="utf-8")
+    assert re.search(r"span\.pasted-text\s*\{\s*font-weight:\s*inherit;", css)

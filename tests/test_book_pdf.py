@@ -1,5 +1,9 @@
 """The PDF edition (`make pdf`, scripts/book_pdf.py), printed from the built book by headless Chromium.
 
+A book (issue 37): a title page and a contents page whose page numbers are the pages where each part starts,
+page numbers printed on every page and given as page labels, numbered chapters, links that stay inside the PDF
+or go to the published site (never file://), no toggle label, no blank page, no solution printed inline.
+
 Checked against what each page of the book shows (the manifest the script writes while printing): every
 page of the table of contents is in the PDF, in order, starting a PDF page of its own with a bookmark; no
 image is broken and every raster image reaches the PDF; every formula was typeset, and the PDF's text holds
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -56,9 +61,10 @@ def test_every_page_of_the_book_starts_its_own_pages_in_order(edition):
     printed, reader = edition
     assert [p.page for p in printed] == book_pdf.toc_pages()
     assert all(p.pages >= 1 for p in printed), [(p.page, p.pages) for p in printed if p.pages < 1]
-    assert len(reader.pages) == sum(p.pages for p in printed)
+    front = printed[0].first  # the title and contents pages
+    assert front >= 2 and len(reader.pages) == front + sum(p.pages for p in printed)
     starts = [p.first for p in printed]
-    assert starts == [sum(p.pages for p in printed[:i]) for i in range(len(printed))]
+    assert starts == [front + sum(p.pages for p in printed[:i]) for i in range(len(printed))]
     marks = [(item.title, reader.get_destination_page_number(item)) for item in reader.outline]
     assert marks == [(p.title, p.first) for p in printed], marks
     chapters = [p for p in printed if p.page.startswith("notebooks/")]
@@ -83,3 +89,49 @@ def test_every_formula_is_typeset(edition):
         text = _text(reader, p.first, p.pages)
         extra = {m: text.count(m) for m in book_pdf.TEX_MARKERS if text.count(m) > p.tex[m]}
         assert not extra, f"{p.page}: raw TeX in the PDF beyond what the page shows as text: {extra}, {p.tex}"
+
+
+def test_title_page_and_contents_with_page_numbers(edition):
+    printed, reader = edition
+    front = printed[0].first
+    assert "Production RAG" in _text(reader, 0, 1)
+    contents = _text(reader, 1, front - 1)
+    assert "Contents" in contents
+    for p in printed:
+        number = p.first - front + 1
+        assert re.search(rf"{re.escape(p.title[:40])}.*?\b{number}\b", contents, re.S), (p.title, number)
+
+
+def test_every_page_is_numbered_and_labelled(edition):
+    printed, reader = edition
+    front = printed[0].first
+    labels = reader.page_labels
+    assert labels[:front] == ["i", "ii", "iii", "iv"][:front] and labels[front] == "1", labels[:front + 2]
+    unnumbered = [i for i in range(front, len(reader.pages))
+                  if str(i - front + 1) not in (reader.pages[i].extract_text() or "").split()]
+    assert not unnumbered, f"PDF pages without their printed number: {unnumbered[:10]}"
+
+
+def test_chapters_are_numbered(edition):
+    printed, _ = edition
+    chapters = [p for p in printed if re.fullmatch(r"notebooks/\d\d-.*", p.page)]
+    assert chapters and all(re.match(rf"{int(p.page[10:12])}\. ", p.title) for p in chapters), [
+        p.title for p in chapters]
+
+
+def test_no_link_to_a_file_of_the_printing_machine(edition):
+    _, reader = edition
+    found = [a.get_object().get("/A", {}).get("/URI") for page in reader.pages for a in page.get("/Annots", [])
+             if str(a.get_object().get("/A", {}).get("/URI", "")).startswith("file:")]
+    assert not found, found[:5]
+
+
+def test_no_toggle_label_no_blank_page_no_inline_solution(edition):
+    _, reader = edition
+    texts = [page.extract_text() or "" for page in reader.pages]
+    labels = [i for i, t in enumerate(texts) if re.search(r"(Show|Hide) code cell (source|output|content)", t)]
+    assert not labels, f"toggle labels printed on pages {labels[:10]}"
+    blank = [i for i, page in enumerate(reader.pages) if book_pdf.is_blank(page)]
+    assert not blank, f"blank pages {blank[:10]}"
+    solutions = [i for i, t in enumerate(texts) if re.search(r"Solution to Exercise", t)]
+    assert not solutions, f"solutions printed on pages {solutions[:10]}"

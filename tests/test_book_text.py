@@ -105,8 +105,8 @@ PAGES = _pages()
 
 
 def test_the_checks_see_the_chapters():
-    assert any(p.name == "01-corpus.html" for p in PAGES) and any(p.name == "sources.html" for p in PAGES)
-    assert "original chapter" in page_text(HTML / "sources.html")
+    assert any(p.name == "01-corpus.html" for p in PAGES) and any(p.name == "sources-checked.html" for p in PAGES)
+    assert "original chapter" in page_text(HTML / "sources-checked.html")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(HTML)))
@@ -129,3 +129,42 @@ def test_the_phrase_list_catches_what_it_should():
     kept = ["the issue is that BM25 ignores order", "the commit-free index", "a first look at the edition list"]
     assert all(PROCESS_RE.search(t) for t in caught), [t for t in caught if not PROCESS_RE.search(t)]
     assert not any(PROCESS_RE.search(t) for t in kept), [t for t in kept if PROCESS_RE.search(t)]
+
+
+# Sentences a template wrote without reading them, and prose about how a page was made (issue 37).
+GENERATED = re.compile("|".join([
+    r"\bthe our\b",
+    r"\bthe same (\d[\d.]*), \1 and \1\b",
+    r"\bdetect (\d[\d.]*) and \2\b",
+    r"\bfor (\d+) of the \w+ \w+, significantly for \3 of them\b",
+    r"written for this page",
+    r"candidate for the package",
+    r"\bnow writes\b",
+    r"read the tables, not the sentences",
+    r"A reader who wrote questions of their own",
+]), re.IGNORECASE)
+# page -> who fixes it (strict xfail: when the fix lands, the entry goes)
+GENERATED_KNOWN = {
+    "notebooks/01-corpus.html": "lessons-a",
+    "notebooks/03-dense-retrieval.html": "lessons-a",
+    "notebooks/05-reranking.html": "lessons-b",
+}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(HTML)))
+def test_no_generated_sentence_and_no_talk_about_the_build(page, request):
+    name = str(page.relative_to(HTML))
+    if name in GENERATED_KNOWN:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=GENERATED_KNOWN[name]))
+    text = " ".join(page_text(page).split())
+    found = [text[max(0, m.start() - 40):m.end() + 20] for m in GENERATED.finditer(text)]
+    assert not found, f"{name}: {found[:6]}"
+
+
+def test_the_generated_sentence_patterns_catch_what_they_should():
+    caught = ["the our 32 original questions", "the same 0, 0 and 0 under", "detect 0.074 and 0.074",
+              "for 6 of the six strategies, significantly for 6 of them", "(written for this page; a candidate",
+              "Index.save now writes"]
+    kept = ["the same 0, 1 and 0", "detect 0.074 and 0.081", "our 32 questions"]
+    assert all(GENERATED.search(t) for t in caught), [t for t in caught if not GENERATED.search(t)]
+    assert not any(GENERATED.search(t) for t in kept), [t for t in kept if GENERATED.search(t)]
