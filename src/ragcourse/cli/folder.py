@@ -27,7 +27,8 @@ from ..documents import MAX_BYTES, ExtractionError, Failure, read_document, walk
 from ..groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle
 from ..records import RecordsError, Rejected, parse_records, where
 
-__all__ = ["Failure", "FolderCorpus", "read_folder", "read_document", "check_folder_questions", "load_folder_questions"]
+__all__ = ["Failure", "FolderCorpus", "read_folder", "read_document", "readable_part", "check_folder_questions",
+           "load_folder_questions"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,19 @@ def read_folder(folder: str | Path, max_bytes: int = MAX_BYTES, exclude: tuple[P
             failed.append(Failure(doc_id, str(err)))
     failed.sort(key=lambda f: Path(f.path).parts)
     return FolderCorpus(tuple(documents), tuple(failed), found.skipped)
+
+
+def readable_part(corpus: FolderCorpus, allowed: frozenset[str]) -> FolderCorpus:
+    """The folder as one reader sees it (chapter 11's pre-filter, applied to the whole tool): only the documents,
+    failed files and other files whose paths are in `allowed`; nothing else is ever read, counted or named.
+
+    >>> part = readable_part(FolderCorpus((), (Failure("hr/a.pdf", "not a PDF"),), ("hr/b.png",)), frozenset())
+    >>> part.failed, part.skipped
+    ((), ())
+    """
+    return FolderCorpus(tuple(d for d in corpus.documents if d.id in allowed),
+                        tuple(f for f in corpus.failed if f.path in allowed),
+                        tuple(s for s in corpus.skipped if s in allowed))
 
 
 def export_corpus(documents: Sequence[Document], dest: str | Path) -> list[Path]:
@@ -100,17 +114,19 @@ class CheckedQuestions:
 
 @dataclass(frozen=True)
 class _Folder:
-    """What every question is checked against, computed once: collapsed texts and titles, failed files."""
+    """What every question is checked against, computed once: collapsed texts and titles, failed files, and
+    the reader (`--user`) when the folder is what one reader may read (then nothing else is ever named)."""
 
     documents: tuple[Document, ...]
     texts: dict[str, str]
     titles: dict[str, str]
     failed: dict[str, str]
+    reader: str | None = None
 
     @classmethod
-    def of(cls, documents: Sequence[Document], failed: Sequence[Failure]) -> _Folder:
+    def of(cls, documents: Sequence[Document], failed: Sequence[Failure], reader: str | None = None) -> _Folder:
         return cls(tuple(documents), {d.id: collapse(d.text) for d in documents},
-                   {d.id: collapse(d.title) for d in documents}, {f.path: f.reason for f in failed})
+                   {d.id: collapse(d.title) for d in documents}, {f.path: f.reason for f in failed}, reader)
 
 
 def doc_id(path: str) -> str:
@@ -126,6 +142,8 @@ def _unknown_doc(doc: str, folder: _Folder) -> str:
     """Why `doc` names no document of the folder: it failed to read, or it is not there (a close name offered)."""
     import difflib
 
+    if folder.reader is not None and doc not in folder.texts:  # never says whether an unreadable file exists
+        return f"not readable by {folder.reader}"
     if doc in folder.failed:
         return f"document {doc!r} could not be read ({folder.failed[doc]}): its question cannot be measured"
     near = difflib.get_close_matches(doc, list(folder.texts), n=1, cutoff=0.8)
@@ -153,16 +171,20 @@ def _folder_question(r: dict, folder: _Folder) -> Question:
     try:
         check_needle(question, list(folder.documents), collapsed=folder.texts)
     except GroundTruthError as err:
+        if folder.reader is not None and "needle not found" in str(err):  # the needle is not echoed either
+            raise GroundTruthError(f"{r['id']}: not readable by {folder.reader}: the needle is in no document "
+                                   f"{folder.reader} may read") from None
         unread = len(folder.failed) if "needle not found" in str(err) else 0
         raise GroundTruthError(str(err) + (f" ({unread} file(s) could not be read: it may be in one of them)"
                                            if unread else "")) from None
     return question
 
 
-def check_folder_questions(path: str | Path, documents: Sequence[Document],
-                           failed: Sequence[Failure] = ()) -> CheckedQuestions:
+def check_folder_questions(path: str | Path, documents: Sequence[Document], failed: Sequence[Failure] = (),
+                           reader: str | None = None) -> CheckedQuestions:
     """Every line of a questions file as a Question or a `Rejected` (file:line, why): one bad line costs only
-    itself. GroundTruthError only when the file as a whole cannot be used (unreadable, an unfilled template)."""
+    itself. GroundTruthError only when the file as a whole cannot be used (unreadable, an unfilled template).
+    With `reader`, `documents` are all that reader may read: a line about anything else is only "not readable"."""
     path = Path(path)
     if not documents:
         raise GroundTruthError(f"{path}: the folder has no readable documents to check needles against")
@@ -175,7 +197,7 @@ def check_folder_questions(path: str | Path, documents: Sequence[Document],
                                "is embedded and ranked in every run): sample or split the file")
     if records and not any(r.get("question", "").strip() for _, r in records):
         _blank_questions(path, records)  # an unfilled template: say so once, not line by line
-    folder, questions = _Folder.of(documents, failed), []
+    folder, questions = _Folder.of(documents, failed, reader), []
     for number, record in records:
         try:
             questions.append(_folder_question(record, folder))

@@ -261,15 +261,20 @@ def _reranker_factory(cache: Path):
 
 
 def _readable_folder(corpus, args: argparse.Namespace):
-    """The folder as `--user` may read it (chapter 11's pre-filter: nothing else is indexed); all of it without."""
+    """The folder as `--user` may read it (chapter 11's pre-filter, for every output: nothing else is indexed,
+    checked against, counted or named, and an unknown user's error names that user only); all of it without."""
     if args.user is None and args.permissions is None:
         return corpus
     if args.user is None or args.permissions is None:
         raise ValueError("--user and --permissions go together: whose view, and who may read what")
-    import dataclasses
+    from ..documents import printable
+    from ..permissions import load_access
+    from .folder import readable_part
 
-    allowed = _allowed(Path(args.permissions), args.user, [d.id for d in corpus.documents])
-    return dataclasses.replace(corpus, documents=tuple(d for d in corpus.documents if d.id in allowed))
+    access = load_access(Path(args.permissions))
+    if args.user not in access.users:
+        raise ValueError(f"--user '{printable(args.user)}' is not in the permissions file {args.permissions}")
+    return readable_part(corpus, access.readable(access.users[args.user]))
 
 
 #: How many left-out lines stderr names one by one (the report lists them all).
@@ -278,28 +283,25 @@ SHOWN_LEFT_OUT = 20
 
 def _tell_left_out(rejected) -> None:
     """Each left-out line on stderr, the first SHOWN_LEFT_OUT of them; the rest counted."""
+    from ..documents import printable
+
     for item in rejected[:SHOWN_LEFT_OUT]:
-        print(f"ragcourse eval: left out {item}", file=sys.stderr)
+        print(f"ragcourse eval: left out {printable(str(item))}", file=sys.stderr)
     if len(rejected) > SHOWN_LEFT_OUT:
         print(f"ragcourse eval: ... and {len(rejected) - SHOWN_LEFT_OUT} more line(s) left out, each listed in "
               "report.html and results.json", file=sys.stderr)
 
 
-def _checked_questions(args: argparse.Namespace, whole, readable: set[str]):
-    """The questions file checked line by line: each bad line named on stderr and left out, the rest kept;
-    ValueError when none is left to measure."""
-    from .folder import CheckedQuestions, check_folder_questions
+def _checked_questions(args: argparse.Namespace, corpus):
+    """The questions file checked line by line against what is measured (with --user, what that user may read):
+    each bad line named on stderr and left out, the rest kept; ValueError when none is left to measure."""
+    from .folder import check_folder_questions
 
-    checked = check_folder_questions(args.questions, whole.documents, whole.failed)
+    checked = check_folder_questions(args.questions, corpus.documents, corpus.failed, reader=args.user)
     _tell_left_out(checked.rejected)
     if not checked.questions:
         raise ValueError(f"no question of {args.questions} can be measured: {len(checked.rejected)} line(s) "
                          "left out, each named above")
-    if len(readable) < len(whole.documents):
-        kept = tuple(q for q in checked.questions if q.doc in readable)
-        print(f"{len(checked.questions) - len(kept)} question(s) are about documents {args.user} may not read: "
-              "left out", file=sys.stderr)
-        checked = CheckedQuestions(kept, checked.rejected)
     if len(checked.questions) < 2:
         raise ValueError(f"{len(checked.questions)} question of {args.questions} can be measured: intervals over "
                          "questions need at least 2")
@@ -319,10 +321,9 @@ def _eval(args: argparse.Namespace) -> int:
     from .folder import CheckedQuestions, load_folder_out_of_domain, read_folder
     from .runs import Settings, label_of, measure
 
-    whole = read_folder(Path(args.docs_dir), max_bytes=args.max_bytes)
-    corpus = _readable_folder(whole, args)
+    corpus = _readable_folder(read_folder(Path(args.docs_dir), max_bytes=args.max_bytes), args)
     _refuse_empty(corpus, args.docs_dir)
-    checked = _checked_questions(args, whole, {d.id for d in corpus.documents})
+    checked = _checked_questions(args, corpus)
     ood, left_out = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else ([], ())
     _tell_left_out(left_out)
     checked = CheckedQuestions(checked.questions, checked.rejected + left_out)
@@ -370,7 +371,7 @@ def _print_outcome(results: dict, corpus, questions, written: list[Path], cache:
           + (f", {len(left_out)} left out (named above and in the report)" if left_out else "")
           + f"; {len(results['runs'])} runs")
     for failure in c["failed"]:
-        print(f"  FAILED {report.printable(failure['path'])}: {failure['reason']}")
+        print(f"  FAILED {report.printable(failure['path'])}: {report.printable(failure['reason'])}")
     if any(f["reason"].startswith("too large") for f in c["failed"]):
         print("  (a larger file is read with --max-bytes N)")
     if c["skipped"]:
@@ -380,8 +381,8 @@ def _print_outcome(results: dict, corpus, questions, written: list[Path], cache:
     print()
     for line in report.missed_lines(results):
         print(line)
-    print(f"wrote {len(written)} files to {written[0].parent} (report.html, results.json, a CSV and a TREC run "
-          f"per run); embeddings cached in {cache}")
+    print(f"wrote {len(written)} files to {report.printable(str(written[0].parent))} (report.html, results.json, "
+          f"a CSV and a TREC run per run); embeddings cached in {report.printable(str(cache))}")
 
 
 def _needles(args: argparse.Namespace) -> int:
