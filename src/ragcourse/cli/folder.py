@@ -17,13 +17,14 @@ Leaves out: OCR, Office formats, and following symbolic links out of the folder.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..chunking import paragraph_spans, sentence_spans
 from ..corpus import Document, collapse
-from ..documents import MAX_BYTES, ExtractionError, Failure, read_document, walk
+from ..documents import MAX_BYTES, NO_TEXT_REASONS, ExtractionError, Failure, read_document, read_file, walk
 from ..groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle
 from ..records import RecordsError, Rejected, parse_records, where
 
@@ -33,11 +34,13 @@ __all__ = ["Failure", "FolderCorpus", "read_folder", "read_document", "readable_
 
 @dataclass(frozen=True)
 class FolderCorpus:
-    """A folder read as a corpus: its documents (sorted by path), the files that failed, the non-documents."""
+    """A folder read as a corpus: its documents (sorted by path), the files that failed or hold no text
+    (`Failure.no_text` tells them apart), the non-documents, and each (path, directive, count) kept as text."""
 
     documents: tuple[Document, ...]
     failed: tuple[Failure, ...]
     skipped: tuple[str, ...] = ()
+    kept_as_text: tuple[tuple[str, str, int], ...] = ()
 
 
 def read_folder(folder: str | Path, max_bytes: int = MAX_BYTES, exclude: tuple[Path, ...] = ()) -> FolderCorpus:
@@ -47,14 +50,17 @@ def read_folder(folder: str | Path, max_bytes: int = MAX_BYTES, exclude: tuple[P
     if not root.is_dir():
         raise ValueError(f"DOCS_DIR {str(root)!r} is not a directory")
     found = walk(root, exclude)
-    documents, failed = [], list(found.problems)
+    documents, failed, kept = [], list(found.problems), []
     for doc_id in found.files:
         try:
-            documents.append(read_document(root / doc_id, doc_id, max_bytes))
+            read = read_file(root / doc_id, doc_id, max_bytes)
         except ExtractionError as err:
             failed.append(Failure(doc_id, str(err)))
+            continue
+        documents.append(read.document)
+        kept += [(doc_id, name, count) for name, count in read.kept_as_text.items()]
     failed.sort(key=lambda f: Path(f.path).parts)
-    return FolderCorpus(tuple(documents), tuple(failed), found.skipped)
+    return FolderCorpus(tuple(documents), tuple(failed), found.skipped, tuple(kept))
 
 
 def readable_part(corpus: FolderCorpus, allowed: frozenset[str]) -> FolderCorpus:
@@ -67,7 +73,8 @@ def readable_part(corpus: FolderCorpus, allowed: frozenset[str]) -> FolderCorpus
     """
     return FolderCorpus(tuple(d for d in corpus.documents if d.id in allowed),
                         tuple(f for f in corpus.failed if f.path in allowed),
-                        tuple(s for s in corpus.skipped if s in allowed))
+                        tuple(s for s in corpus.skipped if s in allowed),
+                        tuple(k for k in corpus.kept_as_text if k[0] in allowed))
 
 
 def export_corpus(documents: Sequence[Document], dest: str | Path) -> list[Path]:
@@ -99,7 +106,7 @@ def _blank_questions(path: Path, records: list[tuple[int, dict]]) -> None:
 
 
 #: A rejected line's reason is cut to this many characters (a 1 MB needle is not repeated on the terminal).
-REASON_CHARS = 300
+REASON_CHARS = 600
 #: More questions than this are refused whole, before any work: each is embedded once and ranked in every run.
 MAX_QUESTIONS = 10_000
 
@@ -174,10 +181,58 @@ def _folder_question(r: dict, folder: _Folder) -> Question:
         if folder.reader is not None and "needle not found" in str(err):  # the needle is not echoed either
             raise GroundTruthError(f"{r['id']}: not readable by {folder.reader}: the needle is in no document "
                                    f"{folder.reader} may read") from None
-        unread = len(folder.failed) if "needle not found" in str(err) else 0
-        raise GroundTruthError(str(err) + (f" ({unread} file(s) could not be read: it may be in one of them)"
-                                           if unread else "")) from None
+        if "needle not found" not in str(err):
+            raise
+        raise GroundTruthError(f"{r['id']}: {not_found(needle, folder)}") from None
     return question
+
+
+#: How much of a needle, and of the passage nearest to it, a message shows.
+SHOWN_CHARS = 120
+_MARKUP = re.compile(r":[\w:.+-]+:`|``|`[^`]+`_|\*\*?\w|^\.\. |\|\w+\|", re.M)
+
+
+def not_found(needle: str, folder: _Folder) -> str:
+    """Why a needle matched nothing, and what to do: the extracted text is what is searched; its markup,
+    if it carries some, as reading leaves it; the nearest passage (most words shared); files that failed."""
+    unread = sum(1 for reason in folder.failed.values() if not reason.startswith(NO_TEXT_REASONS))
+    message = f"needle not found in the corpus: {shorten(needle, SHOWN_CHARS)!r}" + (
+        f" ({unread} file(s) could not be read: it may be in one of them)" if unread else "")
+    if _MARKUP.search(needle):
+        plain = _as_read(needle)
+        found = plain and any(plain in text for text in folder.texts.values())
+        message += (f"; it carries reStructuredText markup, which reading strips: as read it is {plain!r}"
+                    + (", which the folder holds: use that" if found else ""))
+    near = nearest_passage(needle, folder.texts)
+    if near is not None:
+        message += f"; nearest passage of the extracted text ({near[0]}): {shorten(near[1], SHOWN_CHARS)!r}"
+    return message + ". Needles are matched against the text as read (`ragcourse chunk FILE` prints it)"
+
+
+def _as_read(needle: str) -> str:
+    """A needle with reStructuredText markup as the reader leaves it: `_as_read(":setting:`x` is y") -> "x is y"`."""
+    from ..rst import parse, render_document
+
+    try:
+        return collapse(render_document(parse(needle, "needle.rst"))[1])
+    except Exception:  # a needle docutils cannot parse: no advice rather than none at all
+        return ""
+
+
+def nearest_passage(needle: str, texts: dict[str, str]) -> tuple[str, str] | None:
+    """(document, sentence) of the collapsed `texts` sharing most words with `needle` (ties: first), or None.
+
+    >>> nearest_passage("pitch a tent on ground", {"a.md": "Boil water. Pitch the tent on flat ground."})
+    ('a.md', 'Pitch the tent on flat ground.')
+    """
+    wanted = set(re.findall(r"\w+", needle.lower()))
+    best, score = None, 0
+    for doc, text in texts.items():
+        for sentence in re.split(r"(?<=[.!?])\s+", text):
+            shared = len(wanted & set(re.findall(r"\w+", sentence.lower())))
+            if shared > score:
+                best, score = (doc, sentence), shared
+    return best
 
 
 def check_folder_questions(path: str | Path, documents: Sequence[Document], failed: Sequence[Failure] = (),

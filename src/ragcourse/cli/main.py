@@ -367,11 +367,18 @@ def _print_outcome(results: dict, corpus, questions, written: list[Path], cache:
     from . import report
 
     c, left_out = results["corpus"], results["questions"]["rejected"]
-    print(f"{c['documents']} documents read, {len(c['failed'])} failed; {len(questions)} questions measured"
+    print(f"{c['documents']} documents read, {len(c['failed'])} failed, {len(c['no_text'])} with no text; "
+          f"{len(questions)} questions measured"
           + (f", {len(left_out)} left out (named above and in the report)" if left_out else "")
           + f"; {len(results['runs'])} runs")
     for failure in c["failed"]:
         print(f"  FAILED {report.printable(failure['path'])}: {report.printable(failure['reason'])}")
+    if c["no_text"]:
+        print(f"  {len(c['no_text'])} file(s) hold no text (empty, or markup only, such as autodoc stubs): "
+              "listed in the report")
+    if c["kept_as_text"]:
+        print(f"  {sum(k['count'] for k in c['kept_as_text'])} directive(s) this reader does not know were kept "
+              f"as plain text, in {len({k['path'] for k in c['kept_as_text']})} file(s): listed in the report")
     if any(f["reason"].startswith("too large") for f in c["failed"]):
         print("  (a larger file is read with --max-bytes N)")
     if c["skipped"]:
@@ -396,7 +403,8 @@ def _needles(args: argparse.Namespace) -> int:
     print(f"{len(records)} candidate needle(s). Blank in every record: 'question' (required: write the question the "
           "needle answers, as your documentation would phrase it) and 'ticket' (optional: as a user would ask it; "
           "leave it blank or delete it). Delete the records you cannot write a question for; "
-          "`ragcourse eval` then accepts the file.", file=sys.stderr)
+          "`ragcourse eval` then accepts the file. A needle is matched against the text as read (markup stripped, "
+          "roles reduced to their text), which `ragcourse chunk FILE` prints.", file=sys.stderr)
     return 0
 
 
@@ -479,7 +487,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"ragcourse {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("chunk", help="chunk a document (.md .rst .txt .html .pdf) as index and eval read it; "
-                                     "print JSON lines")
+                                     "print JSON lines (their text is what needles are matched against)")
     c.add_argument("file")
     c.add_argument("--title", default=None)
     s = sub.add_parser("search", help="search the course corpus")

@@ -338,27 +338,43 @@ def _left_out_section(rejected: Sequence[dict]) -> list[str]:
             _table(pd.DataFrame(list(rejected)[:LEFT_OUT_SHOWN])[["where", "reason"]])]
 
 
-def _corpus_section(c: dict) -> list[str]:
-    parts = ["<h2 id='corpus'>Corpus</h2>",
-             f"<p>{c['documents']} documents, {c['characters']:,} characters, {c['sections']} sections; "
-             f"{len(c['failed'])} file(s) failed; {len(c['skipped'])} file(s) are not documents.</p>"]
+def _corpus_line(c: dict) -> str:
+    """The corpus in one sentence, at the top: what was read, and how many files each list at the end holds."""
+    return (f"<p id='corpus'>{c['documents']} documents, {c['characters']:,} characters, {c['sections']} sections; "
+            f"{len(c['failed'])} file(s) failed to read, {len(c.get('no_text', []))} hold no text, "
+            f"{sum(k['count'] for k in c.get('kept_as_text', []))} directive(s) kept as plain text, "
+            f"{len(c['skipped'])} file(s) are not documents (<a href='#files'>listed at the end</a>).</p>")
+
+
+def _folded(rows: Sequence[dict], summary: str, columns: Sequence[str]) -> str:
+    return f"<details><summary>{summary}</summary>" + _table(pd.DataFrame(list(rows))[list(columns)]) + "</details>"
+
+
+def _files_section(c: dict) -> list[str]:
+    """Every file not read as a document, folded by kind: failed, no text, directives kept as text, not documents."""
+    parts = ["<h2 id='files'>Files</h2>"]
     if c["failed"]:
-        parts.append(_table(pd.DataFrame(c["failed"])[["path", "reason"]]))
+        parts.append(_folded(c["failed"], f"{len(c['failed'])} file(s) failed to read", ("path", "reason")))
+    if c.get("no_text"):
+        parts.append(_folded(c["no_text"], f"{len(c['no_text'])} file(s) hold no text (empty, or markup "
+                             "only, such as autodoc stubs)", ("path", "reason")))
+    if c.get("kept_as_text"):
+        parts.append(_folded(c["kept_as_text"], "Directives this reader does not know, kept as plain text (their "
+                             "arguments and body), per file", ("path", "directive", "count")))
     if c["skipped"]:
-        parts.append(f"<details><summary>{len(c['skipped'])} file(s) skipped: not documents by type (read: "
-                     ".md .markdown .rst .txt .html .htm .pdf)</summary>"
-                     + _table(pd.DataFrame({"path": c["skipped"]})) + "</details>")
-    return parts
+        parts.append(_folded([{"path": p} for p in c["skipped"]], f"{len(c['skipped'])} file(s) skipped: not "
+                             "documents by type (read: .md .markdown .rst .txt .html .htm .pdf)", ("path",)))
+    return parts if len(parts) > 1 else [*parts, "<p>Every file was read.</p>"]
 
 
 def render(results: dict) -> str:
-    """The report as one HTML page, from the `results.json` dictionary alone: failures first."""
+    """The report as one HTML page, from the `results.json` dictionary alone: the answer first (the corpus in a
+    line, the runs, the splits and the tests), then the misses, and the files not read folded at the end."""
     c, runs, paired, rows = results["corpus"], results["runs"], results["paired"], results["sweep"]
     ks = results.get("ks", list(DEFAULT_KS))
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              "<meta name='viewport' content='width=device-width, initial-scale=1'><title>ragcourse eval report</title>"
-             f"<style>{_STYLE}</style></head><body><h1>ragcourse eval report</h1>", *_corpus_section(c),
-             *_left_out_section(results.get("questions", {}).get("rejected", [])),
+             f"<style>{_STYLE}</style></head><body><h1>ragcourse eval report</h1>", _corpus_line(c),
              "<h2 id='runs'>Runs</h2><p class='note'>Recall@k with its 95 % t interval over questions (a question's "
              "two phrasings are not independent), clipped to [0, 1]; nDCG (binary relevance) and MRR over "
              "queries; median time to rank one query, reranking included (embeddings excluded: the query's, "
@@ -368,14 +384,15 @@ def render(results: dict) -> str:
         parts += ["<h2 id='phrasing'>By phrasing</h2><p class='note'>The same runs, documentation phrasing and "
                   "ticket phrasing apart: plain means over each phrasing's queries.</p>",
                   _table(_phrasing_table(runs, ks))]
-    parts += _missed_section(runs, ks[-1])
-    parts += ["<h2 id='recall'>Recall@k</h2>", figure(recall_plot(runs, ks), 1, f"Recall@k of each run at k = "
-              f"{', '.join(map(str, ks))}, with its 95 % interval over questions: overlapping bars do not settle a "
-              "comparison; the paired tests below do."), "<h2 id='paired'>Paired tests</h2>",
+    parts += ["<h2 id='paired'>Paired tests</h2>",
               "<p class='note'>Question by question, each run against the baseline and each reranked run against "
               "its own first stage: wins and losses, exact sign test.</p>",
               _table(_paired_table(paired)) if paired else "<p>Only one run: nothing to pair.</p>",
-              "<h2 id='destroyed'>Answers destroyed by chunking</h2>", _table(_destroyed_table(runs)),
+              "<h2 id='recall'>Recall@k</h2>", figure(recall_plot(runs, ks), 1, f"Recall@k of each run at k = "
+              f"{', '.join(map(str, ks))}, with its 95 % interval over questions: overlapping bars do not settle a "
+              "comparison; the paired tests above do.")]
+    parts += _missed_section(runs, ks[-1])
+    parts += ["<h2 id='destroyed'>Answers destroyed by chunking</h2>", _table(_destroyed_table(runs)),
               "<h2 id='sweep'>Threshold sweep</h2>"]
     if rows:
         shown = pd.DataFrame(rows).assign(cut=lambda t: [("none" if pd.isna(x) else f"{x:.3f}") for x in t["cut"]])
@@ -383,4 +400,5 @@ def render(results: dict) -> str:
                          "anyway (bluffed) against in-domain queries refused; lower left is better."), _table(shown)]
     else:
         parts.append("<p>No out-of-domain queries given (<code>--out-of-domain</code>): no sweep.</p>")
+    parts += [*_left_out_section(results.get("questions", {}).get("rejected", [])), *_files_section(c)]
     return "\n".join(parts) + "\n</body></html>\n"

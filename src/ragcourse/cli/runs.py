@@ -269,12 +269,15 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
 
 
 def corpus_summary(corpus: FolderCorpus) -> dict:
-    """Documents, characters and `## ` sections; every failed file with its reason; the files not documents."""
+    """Documents, characters and `## ` sections; every file that failed to read, and apart every file that holds
+    no text, each with its reason; the files not documents; each directive kept as plain text, per file."""
     table = profile(list(corpus.documents))
     return {"documents": len(corpus.documents), "characters": int(table["characters"].sum()),
             "sections": int(table["sections"].sum()),
-            "failed": [{"path": f.path, "reason": f.reason} for f in corpus.failed],
-            "skipped": list(corpus.skipped)}
+            "failed": [{"path": f.path, "reason": f.reason} for f in corpus.failed if not f.no_text],
+            "no_text": [{"path": f.path, "reason": f.reason} for f in corpus.failed if f.no_text],
+            "skipped": list(corpus.skipped),
+            "kept_as_text": [{"path": path, "directive": name, "count": n} for path, name, n in corpus.kept_as_text]}
 
 
 def _figures(table: pd.DataFrame, ks: Sequence[int]) -> dict:
