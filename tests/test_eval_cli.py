@@ -16,6 +16,7 @@ import pytest
 
 from ragcourse import dense, documents
 from ragcourse.cli import folder, main, report
+from ragcourse.cli import runs as runs_module
 from ragcourse.cli.folder import load_folder_questions, read_document, read_folder
 from ragcourse.cli.runs import without_latency
 from ragcourse.corpus import CACHE_ROOT, Document
@@ -398,7 +399,7 @@ def deny(path):
 def test_eval_writes_results_json_as_specified(evaluated):
     out = evaluated[1] / "out"
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert list(results) == ["corpus", "questions", "ks", "runs", "paired", "sweep"]
+    assert list(results) == ["corpus", "questions", "ks", "runs", "paired", "splits", "heterogeneity", "sweep"]
     assert results["questions"] == {"measured": 6, "rejected": []}
     assert results["ks"] == [1, 4, 8, 20]
     corpus = results["corpus"]
@@ -434,7 +435,7 @@ def test_eval_writes_results_json_as_specified(evaluated):
     for p in results["paired"]:
         assert p["wins"] + p["losses"] <= 6 and 0 <= p["p"] <= 1  # over 6 questions
     sweep = results["sweep"]
-    assert len(sweep) == 4 * len(report.CUTS)  # A and E, dense and hybrid; reranked runs have no sweep
+    assert len(sweep) == 4 * len(runs_module.CUTS)  # A and E, dense and hybrid; reranked runs have no sweep
     last = [row for row in sweep if row["cut"] is None]
     assert all(row["bluffed"] == 3 and row["ood_refused"] == 0 for row in last)  # no threshold: every one bluffs
 

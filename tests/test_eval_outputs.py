@@ -12,13 +12,14 @@ from collections import Counter
 from unittest.mock import ANY
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragcourse import dense
 from ragcourse.cli import main, report, runs
-from ragcourse.evaluation import share_over_questions
+from ragcourse.evaluation import query_share, share_over_questions
 
 ROPE = """Rope handling
 =============
@@ -376,7 +377,7 @@ def test_the_recall_interval_holds_the_recall_shown(questions):
         if ticket is not None:
             ids.append(f"q{i}/ticket")
             flags.append(ticket)
-    value, low, high = runs.query_share(ids, flags)
+    value, low, high = query_share(ids, flags)
     assert value == pytest.approx(np.mean(flags)) and 0 <= low <= value + 1e-12 and value - 1e-12 <= high <= 1
     if all(t is None for _, t in questions) or all(t is not None for _, t in questions):
         assert (value, low, high) == pytest.approx(tuple(share_over_questions(ids, flags)), abs=1e-12)
@@ -388,7 +389,7 @@ def test_uneven_phrasings_once_put_the_interval_beside_the_recall(tmp_path):
     ids = [f"q{i}/{p}" for i in range(900) for p in (("doc", "ticket") if i % 3 == 0 else ("doc",))]
     flags = [p.endswith("doc") for p in ids]
     _, old_low, old_high = share_over_questions(ids, flags)
-    value, low, high = runs.query_share(ids, flags)
+    value, low, high = query_share(ids, flags)
     assert not old_low <= value <= old_high and low <= value <= high
     results = {"ks": [1], "runs": [{"label": "E/bm25", "recall": {"1": round(value, 3)},
                                     "recall_interval": {"1": [round(low, 3), round(high, 3)]}}]}
@@ -600,3 +601,41 @@ def test_a_questions_file_whose_name_is_not_utf8_still_gets_its_report(tmp_path,
     assert main(["eval", str(docs), "--questions", os.fsdecode(name), "--methods", "bm25", "--out", str(out)]) == 1
     rejected = json.loads((out / "results.json").read_text(encoding="utf-8"))["questions"]["rejected"]
     assert [r["where"] for r in rejected] == [f"{tmp_path}/q\\xe9.jsonl:4"]
+
+
+# ---------------------------------------------------------------- every split with its uncertainty
+
+
+def test_every_pair_and_phrasing_is_tested_with_holm_and_the_report_opens_on_a_verdict(tmp_path, stand_in):
+    from ragcourse.evaluation import holm, per_question, sign_test
+
+    docs, questions, out = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl"), tmp_path / "out"
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25,dense,hybrid", "--k", "1,2",
+                 "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    splits = results["splits"]
+    assert len(splits) == 3 * 3 * 3  # 3 pairs x (all, doc, ticket) x (R@1, R@2, MRR)
+    ranks = {r["label"]: {d["query"]: d["rank"] for d in r["per_query"]} for r in results["runs"]}
+    for e in splits:  # recomputed from the per-query ranks, by hand
+        keep = [q for q in ranks[e["a"]] if e["split"] == "all" or q.endswith("/" + e["split"])]
+        value = (lambda r: 1 / r) if e["metric"] == "MRR" else (lambda r, k=int(e["metric"][2:]): float(r <= k))
+        table = pd.DataFrame({"query": keep, "a": [value(ranks[e["a"]][q]) for q in keep],
+                              "b": [value(ranks[e["b"]][q]) for q in keep]})
+        diffs = per_question(table, "a") - per_question(table, "b")
+        assert e["difference"] == round(diffs.mean(), 3) >= 0  # A is the run with the higher mean
+        assert (e["wins"], e["losses"]) == (int((diffs > 0).sum()), int((diffs < 0).sum()))
+        assert e["p"] == round(sign_test(e["wins"], e["losses"]), 4)
+        assert e["low"] <= e["difference"] <= e["high"]
+        family = [x for x in splits if (x["split"], x["metric"]) == (e["split"], e["metric"])]
+        assert e["p_holm"] == round(holm([x["p"] for x in family])[family.index(e)], 4)
+    for run in results["runs"]:
+        for figures in run["by_phrasing"].values():
+            for k, (low, high) in figures["recall_interval"].items():
+                assert low <= figures["recall"][k] <= high
+    assert {h["metric"] for h in results["heterogeneity"]} == {"R@2", "MRR"} and len(results["heterogeneity"]) == 6
+    page = (out / "report.html").read_text(encoding="utf-8")
+    verdict = page.split("<div id='verdict' class='verdict'>")[1].split("</div>")[0]
+    assert page.index("id='verdict'") < page.index("id='runs'") < page.index("id='splits'") < page.index("id='files'")
+    for split in ("Over all questions: ", "Asked as the documentation would: ", "Asked as tickets: "):
+        assert split in verdict
+    assert "pick " in verdict or "cannot decide" in verdict

@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from ..documents import printable
-from ..evaluation import Paired, verdict, with_interval
+from ..evaluation import KS, Paired, questions_needed, verdict, with_interval
 from .folder import shorten
-from .runs import CUTS, DEFAULT_KS, EXCERPT, Run, measure  # noqa: F401  (measure and CUTS: re-exported for callers)
+from .runs import EXCERPT, Run
 
 RESULTS, REPORT, MARKER = "results.json", "report.html", ".ragcourse-eval"
 MISSED_SHOWN = 50
@@ -270,7 +270,8 @@ def _runs_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
 
 def _phrasing_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
     rows = [{"run": run["label"], "phrasing": p, "queries": f["queries"]}
-            | {f"R@{k}": f"{f['recall'][str(k)]:.3f}" for k in ks}
+            | {f"R@{k}": with_interval(f["recall"][str(k)], *(f.get("recall_interval", {}).get(str(k)) or (None,) * 2))
+               for k in ks}
             | {f"nDCG@{ks[-1]}": f"{f['ndcg'][str(ks[-1])]:.3f}", "MRR": f"{f['mrr']:.3f}",
                f"missed@{ks[-1]}": sum(1 for d in missed(run, ks[-1]) if d["phrasing"] == p)}
             for run in runs for p, f in run["by_phrasing"].items()]
@@ -300,6 +301,102 @@ def _missed_section(runs: Sequence[dict], k: int) -> list[str]:
     return parts
 
 
+ALPHA = 0.05
+#: How a phrasing is named in a sentence.
+SPLIT_NAMES = {"all": "Over all questions", "doc": "Asked as the documentation would", "ticket": "Asked as tickets"}
+
+
+def _metric_value(run: dict, split: str, metric: str, ks: Sequence[int]) -> float:
+    figures = run if split == "all" else run["by_phrasing"][split]
+    return figures["mrr"] if metric == "MRR" else figures["recall"][metric.removeprefix("R@")]
+
+
+def _pick(results: dict, split: str, metric: str = "MRR") -> str:
+    """One sentence for one split: the run to pick, by how much and how sure; or that the data cannot decide,
+    and about how many questions would (`evaluation.questions_needed`, 80 % power at 0.05)."""
+    runs, where = results["runs"], SPLIT_NAMES.get(split, f"Asked as {split}")
+    best = max(runs, key=lambda r: _metric_value(r, split, metric, results["ks"]))["label"]
+    against = [e for e in results["splits"] if e["split"] == split and e["metric"] == metric and best in (e["a"],
+                                                                                                       e["b"])]
+    value = _metric_value(next(r for r in runs if r["label"] == best), split, metric, results["ks"])
+    if all(e["a"] == best and e["p_holm"] < ALPHA for e in against):
+        e = min(against, key=lambda e: e["difference"])
+        return (f"{where}: pick {best} (" + metric + f" {value:.3f}). It beats every other run; the closest, "
+                f"{e['b']}, by {e['difference']:.3f} (95 % interval {e['low']:.3f} to {e['high']:.3f}; "
+                f"{e['wins']} questions better, {e['losses']} worse; Holm-adjusted p = {e['p_holm']:.4f}).")
+    e = max((e for e in against if e["p_holm"] >= ALPHA or e["a"] != best), key=lambda e: e["p_holm"])
+    other = e["b"] if e["a"] == best else e["a"]
+    needed = questions_needed(e["sd"], abs(e["difference"])) if e["difference"] and e["sd"] > 0 else None
+    family = sum(1 for x in results["splits"] if x["split"] == split and x["metric"] == metric)
+    need = ("no difference was measured at all" if needed is None else
+            f"about {needed} questions would detect a difference this large (80 % power at 0.05), against "
+            f"{e['questions']} now" if needed > e["questions"] else
+            f"a difference this large is within reach of {e['questions']} questions, but not once Holm's correction "
+            f"counts the {family} pairs tested; fewer runs, or more questions, would settle it")
+    shown = f"{e['difference']:.3f}" + ("" if e["low"] is None else f", 95 % interval {e['low']:.3f} to "
+                                                                     f"{e['high']:.3f}")
+    return (f"{where}: the data cannot decide between {best} and {other} on {metric} (difference {shown}; "
+            f"{e['wins']} questions one way, {e['losses']} the other; Holm-adjusted p = {e['p_holm']:.4f}); {need}.")
+
+
+def decision(results: dict) -> list[str]:
+    """The sentences the report opens on: per split (all questions, then each phrasing), the run to pick on MRR,
+    or that the data cannot decide; the phrasings' disagreement; each reranker that costs a phrasing a quarter
+    of its MRR or more."""
+    runs = results["runs"]
+    if len(runs) < 2:
+        return [f"Only one run ({runs[0]['label']}): nothing to choose between."]
+    splits = ["all", *runs[0]["by_phrasing"]]
+    out = [_pick(results, split) for split in splits]
+    opposite = [h for h in results.get("heterogeneity", []) if h["metric"] == "MRR" and (h["opposite"] or
+                                                                                         h["p"] < ALPHA)]
+    if opposite:
+        h = min(opposite, key=lambda h: h["p"])
+        shown = ", ".join(f"{p} {d:+.3f}" for p, d in h["difference"].items())
+        out.append(f"The phrasings disagree: {h['a']} against {h['b']} on MRR is {shown} (interaction sign test "
+                   f"{h['wins']}–{h['losses']}, p = {h['p']:.4f}); read each phrasing's line, not the pooled one.")
+    by_label = {r["label"]: r for r in runs}
+    for run in runs:
+        first = by_label.get(run["label"].removesuffix("+rerank")) if run["rerank"] else None
+        for split in (splits if first else []):
+            before, after = (_metric_value(r, split, "MRR", results["ks"]) for r in (first, run))
+            if after <= 0.75 * before:
+                out.append(f"Reranking lowers {first['label']}'s MRR {SPLIT_NAMES.get(split, split).lower()} "
+                           f"from {before:.3f} to {after:.3f}.")
+    return out
+
+
+def _splits_table(splits: Sequence[dict], metrics: Sequence[str]) -> pd.DataFrame:
+    rows = [{"split": e["split"], "metric": e["metric"], "A": e["a"], "B": e["b"],
+             "A − B [95 %]": with_interval(e["difference"], e["low"], e["high"]),
+             "wins–losses": f"{e['wins']}–{e['losses']}", "p": f"{e['p']:.4f}", "p (Holm)": f"{e['p_holm']:.4f}"}
+            for e in splits if e["metric"] in metrics]
+    return pd.DataFrame(rows)
+
+
+def _heterogeneity_table(rows: Sequence[dict]) -> pd.DataFrame:
+    return pd.DataFrame([{"A": h["a"], "B": h["b"], "metric": h["metric"]}
+                         | {f"A − B, {p}": f"{d:+.3f}" for p, d in h["difference"].items()}
+                         | {"opposite signs": "yes" if h["opposite"] else "", "interaction": f"{h['wins']}–"
+                            f"{h['losses']}, p = {h['p']:.4f}"} for h in rows])
+
+
+def _splits_section(results: dict) -> list[str]:
+    ks, splits = results["ks"], results.get("splits", [])
+    if not splits:
+        return []
+    parts = ["<h2 id='splits'>Every pair, every phrasing</h2><p class='note'>Each pair of runs over all questions "
+             f"and per phrasing, on MRR and R@{ks[-1]}: the mean per-question difference (A the higher) with its "
+             "95 % t interval, wins and losses, the exact sign test's p, and Holm's adjusted p across the pairs of "
+             f"one split and metric. Every R@k is in results.json.</p>",
+             _table(_splits_table(splits, ("MRR", f"R@{ks[-1]}")))]
+    if results.get("heterogeneity"):
+        parts += ["<h3 id='heterogeneity'>Do the phrasings disagree?</h3><p class='note'>Per pair, each phrasing's "
+                  "mean difference, and a sign test of the method × phrasing interaction over the questions asked "
+                  "both ways.</p>", _table(_heterogeneity_table(results["heterogeneity"]))]
+    return parts
+
+
 def _paired_table(paired: Sequence[dict]) -> pd.DataFrame:
     rows = [{"run": p["label"], "against": p["against"]["label"], "metric": p["metric"],
              "wins": p["wins"], "losses": p["losses"], "p": f"{p['p']:.4f}",
@@ -319,7 +416,9 @@ def _destroyed_table(runs: Sequence[dict]) -> pd.DataFrame:
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}th,td{padding:.25em .6em;
 border-bottom:1px solid #ddd;text-align:left;vertical-align:top}th{background:#f4f4f4}h2{margin-top:1.6em}
-.note{color:#555;font-size:.9em}img{max-width:100%;height:auto}.scroll{overflow-x:auto;max-width:100%}
+.note{color:#555;font-size:.9em}
+.verdict{background:#f4f8ff;border-left:4px solid #36c;padding:.2em 1em}
+img{max-width:100%;height:auto}.scroll{overflow-x:auto;max-width:100%}
 figure{margin:1em 0}figcaption{color:#555;font-size:.9em}td:first-child{white-space:nowrap}
 @media (max-width:600px){body{margin:1em auto;padding:0 .5em}table{font-size:.8em}}"""
 
@@ -371,10 +470,12 @@ def render(results: dict) -> str:
     """The report as one HTML page, from the `results.json` dictionary alone: the answer first (the corpus in a
     line, the runs, the splits and the tests), then the misses, and the files not read folded at the end."""
     c, runs, paired, rows = results["corpus"], results["runs"], results["paired"], results["sweep"]
-    ks = results.get("ks", list(DEFAULT_KS))
+    ks = results.get("ks", list(KS))
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              "<meta name='viewport' content='width=device-width, initial-scale=1'><title>ragcourse eval report</title>"
-             f"<style>{_STYLE}</style></head><body><h1>ragcourse eval report</h1>", _corpus_line(c),
+             f"<style>{_STYLE}</style></head><body><h1>ragcourse eval report</h1>",
+             "<div id='verdict' class='verdict'>" + "".join(f"<p>{html.escape(x)}</p>" for x in decision(results))
+             + "</div>", _corpus_line(c),
              "<h2 id='runs'>Runs</h2><p class='note'>Recall@k with its 95 % t interval over questions (a question's "
              "two phrasings are not independent), clipped to [0, 1]; nDCG (binary relevance) and MRR over "
              "queries; median time to rank one query, reranking included (embeddings excluded: the query's, "
@@ -382,8 +483,9 @@ def render(results: dict) -> str:
              _table(_runs_table(runs, ks))]
     if any(run["by_phrasing"] for run in runs):
         parts += ["<h2 id='phrasing'>By phrasing</h2><p class='note'>The same runs, documentation phrasing and "
-                  "ticket phrasing apart: plain means over each phrasing's queries.</p>",
-                  _table(_phrasing_table(runs, ks))]
+                  "ticket phrasing apart: means over each phrasing's queries, recall@k with its 95 % interval over "
+                  "questions.</p>", _table(_phrasing_table(runs, ks))]
+    parts += _splits_section(results)
     parts += ["<h2 id='paired'>Paired tests</h2>",
               "<p class='note'>Question by question, each run against the baseline and each reranked run against "
               "its own first stage: wins and losses, exact sign test.</p>",

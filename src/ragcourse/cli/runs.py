@@ -2,9 +2,12 @@
 
 `measure` runs every strategy x method (x rerank) over a `folder.FolderCorpus` with the package's
 own pieces: `pipeline.build` chunks and indexes, `evaluation.evaluate` finds each query's first
-chunk holding its needle, `query_share` gives intervals over questions (a
+chunk holding its needle, `evaluation.query_share` gives intervals over questions (a
 question's phrasings are not independent), `evaluation.compare` pairs runs question by question,
 and `evaluation.sweep` runs the gate at chapter 6's cuts when out-of-domain queries are given.
+Every split is measured with its uncertainty (`split_entries`): each pair of runs, over all questions and
+per phrasing, per metric, with the mean difference's interval, the sign test and Holm's correction across
+the pairs of one split and metric; and, per pair, whether the phrasings disagree (`heterogeneity`).
 
 Per query it keeps what a practitioner acts on: the rank of the first chunk holding the needle,
 that chunk, and the chunk ranked first instead (document, section, locator, excerpt), the
@@ -19,6 +22,7 @@ Leaves out: graded relevance (a needle is in one chunk: nDCG is binary), rerank 
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections import Counter
@@ -27,7 +31,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .. import pipeline
 from ..chunking import Chunk
@@ -36,18 +39,21 @@ from ..dense import Embedder, top_hits
 from ..evaluation import (
     KS,
     SWEEP_COLUMNS,
-    Estimate,
     answers_destroyed,
     compare,
+    difference,
     evaluate,
+    holm,
+    interaction,
+    ndcg,
     per_question,
+    query_share,
     sweep,
 )
 from ..groundtruth import OutOfDomain, Query, Question
 from ..precision import rounded
 from .folder import FolderCorpus, folder_queries
 
-DEFAULT_KS = KS  # the book's cut-offs (evaluation.KS); --k replaces them
 #: Chapter 6's cuts (cosine distance), then no threshold at all (written as null).
 CUTS = tuple(round(0.300 + 0.025 * i, 3) for i in range(27)) + (math.inf,)
 GATE_K = 4
@@ -77,40 +83,6 @@ class Run:
 def label_of(strategy: str, method: str, rerank: bool) -> str:
     """A run's name, as `--baseline` takes it: `label_of("E", "hybrid", True) -> "E/hybrid+rerank"`."""
     return f"{strategy}/{method}" + ("+rerank" if rerank else "")
-
-
-def query_share(query_ids: Sequence[str], flags: Sequence[bool]) -> Estimate:
-    """The share of queries flagged (the plain mean over queries that trec_eval gives) with a 95 % t interval that
-    counts each question once: the linearised ratio interval over questions (a question's phrasings are not
-    independent). With as many phrasings per question it is `share_over_questions`'s interval; with some
-    questions asked once and some twice that interval is around another mean, and may even exclude this one.
-
-    >>> query_share(["q1/doc", "q1/ticket", "q2/doc", "q2/ticket"], [True, False, True, True])
-    Estimate(value=0.75, low=0.0, high=1.0)
-    >>> [round(x, 3) for x in query_share(["a/doc", "a/ticket", "b/doc", "c/doc"], [True, True, False, True])]
-    [0.75, 0.0, 1.0]
-    """
-    question = [str(q).rsplit("/", 1)[0] for q in query_ids]
-    groups = pd.Series(np.asarray(flags, dtype=np.float64)).groupby(question, sort=False)
-    hits, sizes = groups.sum().to_numpy(), groups.size().to_numpy().astype(np.float64)
-    if len(hits) < 2:
-        raise ValueError(f"{len(hits)} question(s): an interval over questions needs at least 2")
-    value = float(hits.sum() / sizes.sum())
-    residual = (hits - value * sizes) / sizes.mean()  # each question's share of the estimate's error
-    half = float(stats.t.ppf(0.975, len(hits) - 1) * residual.std(ddof=1) / math.sqrt(len(hits)))
-    return Estimate(value, max(0.0, value - half), min(1.0, value + half))
-
-
-def ndcg(rank: int | None, k: int) -> float:
-    """nDCG@k with binary relevance and one relevant chunk (Järvelin & Kekäläinen, 2002).
-
-    DCG@k = sum over ranks r <= k of rel_r / log2(r + 1); the ideal ranking puts the one relevant
-    chunk first, so IDCG = 1 and nDCG@k = 1 / log2(rank + 1) when rank <= k, else 0.
-
-    >>> ndcg(1, 4), round(ndcg(3, 4), 4), ndcg(5, 4), ndcg(None, 4)
-    (1.0, 0.5, 0.0, 0.0)
-    """
-    return 0.0 if rank is None or rank > k else 1.0 / math.log2(rank + 1)
 
 
 def chunk_entry(chunk: Chunk) -> dict:
@@ -202,7 +174,7 @@ class Settings:
     strategies: tuple[str, ...]
     methods: tuple[str, ...]
     rerank: bool = False
-    ks: tuple[int, ...] = DEFAULT_KS
+    ks: tuple[int, ...] = KS
     baseline: str | None = None
     reranker: Callable | None = None  # makes the reranker (one for all runs: it keeps passage vectors)
 
@@ -264,7 +236,9 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
                 rows += _sweep_rows(retriever, method, qs, vectors, out_of_domain, ood_vectors)
     results = {"corpus": corpus_summary(corpus), "ks": list(settings.ks),
                "runs": [run_entry(r, settings.ks) for r in runs],
-               "paired": paired_entries(runs, settings.ks, settings.baseline), "sweep": rounded(rows)}
+               "paired": paired_entries(runs, settings.ks, settings.baseline),
+               "splits": split_entries(runs, settings.ks), "heterogeneity": heterogeneity(runs, settings.ks),
+               "sweep": rounded(rows)}
     return results, runs
 
 
@@ -286,6 +260,14 @@ def _figures(table: pd.DataFrame, ks: Sequence[int]) -> dict:
             "ndcg": {str(k): float(table[f"ndcg@{k}"].mean()) for k in ks}, "mrr": float(table["rr"].mean())}
 
 
+def _phrasing_figures(part: pd.DataFrame, ks: Sequence[int]) -> dict:
+    """One phrasing's figures, each recall@k with its 95 % interval over questions (None below two questions)."""
+    figures = _figures(part, ks)
+    figures["recall_interval"] = {str(k): list(query_share(part["query"], part[f"hit@{k}"]).interval)
+                                  if len(part) >= 2 else None for k in ks}
+    return figures
+
+
 def run_entry(run: Run, ks: Sequence[int]) -> dict:
     """One run as `results.json` holds it: figures with 95 % t intervals over questions, by phrasing, per query."""
     table = run.per_query
@@ -294,7 +276,7 @@ def run_entry(run: Run, ks: Sequence[int]) -> dict:
     entry["recall_interval"] = {str(k): list(query_share(table["query"], table[f"hit@{k}"]).interval)
                                 for k in ks}
     phrasings = list(dict.fromkeys(table["phrasing"]))
-    entry["by_phrasing"] = {p: _figures(table[table["phrasing"] == p], ks) for p in phrasings} \
+    entry["by_phrasing"] = {p: _phrasing_figures(table[table["phrasing"] == p], ks) for p in phrasings} \
         if len(phrasings) > 1 else {}
     entry["latency_ms"] = {"median": float(table["latency_ms"].median()),
                            "p95": float(table["latency_ms"].quantile(0.95))}
@@ -346,3 +328,52 @@ def _by_question(per_query: pd.DataFrame, ks: Sequence[int]) -> pd.DataFrame:
     """The per-query table averaged over each question's phrasings (`evaluation.per_question`)."""
     columns = [f"hit@{k}" for k in ks] + ["rr"]
     return pd.DataFrame({c: per_question(per_query, c) for c in columns}).rename_axis("query").reset_index()
+
+
+ALPHA = 0.05
+
+
+def _values(run: Run, split: str, column: str) -> pd.Series:
+    """One value per question of `column`: over all of a question's phrasings (`split` "all"), or one phrasing."""
+    table = run.per_query if split == "all" else run.per_query[run.per_query["phrasing"] == split]
+    return per_question(table, column)
+
+
+def split_entries(runs: Sequence[Run], ks: Sequence[int]) -> list[dict]:
+    """Every pair of runs, over all questions and per phrasing, per metric: A (the higher mean) against B, the
+    mean per-question difference with its 95 % interval, wins, losses, the sign test's p, and its Holm-adjusted
+    p across the pairs of the same split and metric (the family the report reads at once)."""
+    phrasings = list(dict.fromkeys(runs[0].per_query["phrasing"])) if runs else []
+    splits = ["all", *phrasings] if len(phrasings) > 1 else ["all"]
+    metrics = [(f"hit@{k}", f"R@{k}") for k in ks] + [("rr", "MRR")]
+    out = []
+    for split, (column, name) in itertools.product(splits, metrics):
+        family = []
+        for x, y in itertools.combinations(runs, 2):
+            vx, vy = _values(x, split, column), _values(y, split, column)
+            a, b, va, vb = (x, y, vx, vy) if vx.mean() >= vy.mean() else (y, x, vy, vx)
+            d = difference(va, vb)
+            family.append({"split": split, "metric": name, "a": a.label, "b": b.label, "questions": d.n,
+                           "wins": d.wins, "losses": d.losses, "p": d.p, "difference": d.difference,
+                           "low": d.low, "high": d.high, "sd": d.sd})
+        adjusted = holm([e["p"] for e in family]) if family else []
+        out += [rounded({**e, "p": rounded(e["p"], 4), "p_holm": rounded(q, 4)}) for e, q in zip(family, adjusted,
+                                                                                                   strict=True)]
+    return out
+
+
+def heterogeneity(runs: Sequence[Run], ks: Sequence[int]) -> list[dict]:
+    """Per pair of runs and metric, when the questions have two phrasings: each phrasing's mean difference, whether
+    their signs are opposite, and the interaction's sign test (`evaluation.interaction`)."""
+    phrasings = tuple(dict.fromkeys(runs[0].per_query["phrasing"])) if runs else ()
+    if len(phrasings) != 2:
+        return []
+    out = []
+    for (column, name), (x, y) in itertools.product([(f"hit@{ks[-1]}", f"R@{ks[-1]}"), ("rr", "MRR")],
+                                                    itertools.combinations(runs, 2)):
+        means = {p: float((_values(x, p, column) - _values(y, p, column)).mean()) for p in phrasings}
+        test = interaction(x.per_query, y.per_query, column, phrasings)
+        out.append(rounded({"a": x.label, "b": y.label, "metric": name, "difference": means,
+                            "opposite": bool(means[phrasings[0]] * means[phrasings[1]] < 0),
+                            "wins": test.wins, "losses": test.losses, "p": rounded(test.p, 4)}))
+    return out
