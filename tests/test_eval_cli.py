@@ -414,7 +414,9 @@ def test_eval_writes_results_json_as_specified(evaluated):
         (s, m, r) for s in "AE" for m in ("dense", "hybrid") for r in (False, True)]
     for run in runs:
         assert list(run) == ["strategy", "method", "rerank", "label", "queries", "recall", "ndcg", "mrr",
-                             "recall_interval", "by_phrasing", "latency_ms", "answers_destroyed", "per_query"]
+                             "doc_recall", "recall_interval", "doc_recall_interval", "by_phrasing", "latency_ms",
+                             "answers_destroyed", "per_query"]
+        assert all(run["doc_recall"][k] >= run["recall"][k] for k in run["recall"])  # a chunk hit is a doc hit
         assert [d["query"] for d in run["per_query"]] == [
             "tents/doc", "tents/ticket", "stove/doc", "water/doc", "water/ticket", "knot/doc", "snack/doc",
             "contour/doc", "contour/ticket"]

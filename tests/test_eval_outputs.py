@@ -143,6 +143,12 @@ def test_an_rst_folder_has_sections_ranks_and_phrasings(rst_eval, tmp_path):
         assert run["mrr"] == round(sum(1 / r for r in ranks.values()) / 10, 3)
         assert run["ndcg"]["2"] == round(sum((1.0 if r == 1 else 1 / np.log2(3) if r == 2 else 0.0)
                                              for r in ranks.values()) / 10, 3)
+        trec = [line.split() for line in (out / f"run-{run['label'].replace('/', '-')}.trec").read_text().splitlines()]
+        doc_ranks = {d["query"]: next(int(p[3]) for p in trec if p[0] == d["query"] and p[2].startswith(d["doc"] + "#"))
+                     for d in run["per_query"]}  # the first chunk of the needle's document, by hand from the run file
+        for k in ("1", "2"):
+            assert run["doc_recall"][k] == round(sum(r <= int(k) for r in doc_ranks.values()) / 10, 3)
+            assert run["doc_recall"][k] >= run["recall"][k]
     assert "1 file(s) skipped: not documents by type" in printed.out and "FAILED" not in printed.out
     assert "MRR ticket" in printed.out and "missed@2" in printed.out  # the terminal summary table
     assert (tmp_path / "user-cache" / "embeddings" / "stand-in.npz").is_file()  # $RAGCOURSE_CACHE, not the checkout

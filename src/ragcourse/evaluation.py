@@ -61,6 +61,17 @@ def first_hit_rank(ranked: Iterable[Any], needle: str) -> int | None:
     return None
 
 
+def first_doc_rank(ranked: Iterable[Any], doc: str) -> int | None:
+    """Rank (from 1) of the first item from document ``doc`` (an item has ``.doc_id``): a document-level hit
+    at k when it is at most k, whichever chunk of the document it is. None if no item comes from it.
+
+    >>> from types import SimpleNamespace as C
+    >>> first_doc_rank([C(doc_id="a"), C(doc_id="b"), C(doc_id="b")], "b"), first_doc_rank([C(doc_id="a")], "b")
+    (2, None)
+    """
+    return next((rank for rank, item in enumerate(ranked, start=1) if item.doc_id == doc), None)
+
+
 def answers_destroyed(chunks: Iterable[Any], needles: Iterable[str]) -> list[str]:
     """Needles that no chunk contains whole (a boundary cut them), in input order."""
     contents = [normalize(_content(c)) for c in chunks]

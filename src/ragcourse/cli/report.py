@@ -268,6 +268,18 @@ def _runs_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _document_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
+    """Document-level recall@k (any chunk of the needle's document within k) beside the chunk-level one."""
+    rows = []
+    for run in runs:
+        row = {"run": run["label"]}
+        for k in ks:
+            row[f"doc R@{k}"] = with_interval(run["doc_recall"][str(k)], *run["doc_recall_interval"][str(k)])
+            row[f"chunk R@{k}"] = f"{run['recall'][str(k)]:.3f}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def _phrasing_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
     rows = [{"run": run["label"], "phrasing": p, "queries": f["queries"]}
             | {f"R@{k}": with_interval(f["recall"][str(k)], *(f.get("recall_interval", {}).get(str(k)) or (None,) * 2))
@@ -481,6 +493,12 @@ def render(results: dict) -> str:
              "queries; median time to rank one query, reranking included (embeddings excluded: the query's, "
              "and for late interaction its token vectors, are computed beforehand).</p>",
              _table(_runs_table(runs, ks))]
+    if all("doc_recall" in run for run in runs):
+        parts += ["<h2 id='documents'>Chunk or document?</h2><p class='note'>Document-level recall@k: a hit when "
+                  "any chunk of the needle's document ranks within k, with its 95 % interval over questions, beside "
+                  "the chunk-level recall@k. High at document level and low at chunk level: the retriever finds "
+                  "the page and the chunking hides the passage; low at both: the retriever misses.</p>",
+                  _table(_document_table(runs, ks))]
     if any(run["by_phrasing"] for run in runs):
         parts += ["<h2 id='phrasing'>By phrasing</h2><p class='note'>The same runs, documentation phrasing and "
                   "ticket phrasing apart: means over each phrasing's queries, recall@k with its 95 % interval over "

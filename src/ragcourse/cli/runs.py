@@ -43,6 +43,7 @@ from ..evaluation import (
     compare,
     difference,
     evaluate,
+    first_doc_rank,
     holm,
     interaction,
     ndcg,
@@ -136,8 +137,11 @@ def make_run(strategy: str, method: str, rerank: bool, rankings: dict, ms: dict,
     """A Run from full rankings (query id -> chunks) and their times."""
     table = evaluate(rankings, qs, ks)
     ranks = [None if pd.isna(r) else int(r) for r in table["rank"]]
+    doc_ranks = [first_doc_rank(rankings[q.id], q.doc) for q in qs]
     for k in ks:
         table[f"ndcg@{k}"] = [ndcg(r, k) for r in ranks]
+    for k in ks:  # document level: any chunk of the needle's document within k
+        table[f"doc_hit@{k}"] = [r is not None and r <= k for r in doc_ranks]
     table["latency_ms"] = [ms[q.id] for q in qs]
     details = tuple(_detail(q, rankings[q.id], r, ms[q.id]) for q, r in zip(qs, ranks, strict=True))
     top = {q.id: [c.id for c in rankings[q.id][:TREC_DEPTH]] for q in qs}
@@ -255,9 +259,10 @@ def corpus_summary(corpus: FolderCorpus) -> dict:
 
 
 def _figures(table: pd.DataFrame, ks: Sequence[int]) -> dict:
-    """Recall@k, nDCG@k and MRR: plain means over the table's queries."""
+    """Recall@k, nDCG@k, MRR and document-level recall@k: plain means over the table's queries."""
     return {"queries": len(table), "recall": {str(k): float(table[f"hit@{k}"].mean()) for k in ks},
-            "ndcg": {str(k): float(table[f"ndcg@{k}"].mean()) for k in ks}, "mrr": float(table["rr"].mean())}
+            "ndcg": {str(k): float(table[f"ndcg@{k}"].mean()) for k in ks}, "mrr": float(table["rr"].mean()),
+            "doc_recall": {str(k): float(table[f"doc_hit@{k}"].mean()) for k in ks}}
 
 
 def _phrasing_figures(part: pd.DataFrame, ks: Sequence[int]) -> dict:
@@ -273,8 +278,8 @@ def run_entry(run: Run, ks: Sequence[int]) -> dict:
     table = run.per_query
     entry = {"strategy": run.strategy, "method": run.method, "rerank": run.rerank, "label": run.label,
              **_figures(table, ks)}
-    entry["recall_interval"] = {str(k): list(query_share(table["query"], table[f"hit@{k}"]).interval)
-                                for k in ks}
+    for column, name in (("hit", "recall_interval"), ("doc_hit", "doc_recall_interval")):
+        entry[name] = {str(k): list(query_share(table["query"], table[f"{column}@{k}"]).interval) for k in ks}
     phrasings = list(dict.fromkeys(table["phrasing"]))
     entry["by_phrasing"] = {p: _phrasing_figures(table[table["phrasing"] == p], ks) for p in phrasings} \
         if len(phrasings) > 1 else {}
