@@ -645,3 +645,59 @@ def test_every_pair_and_phrasing_is_tested_with_holm_and_the_report_opens_on_a_v
     for split in ("Over all questions: ", "Asked as the documentation would: ", "Asked as tickets: "):
         assert split in verdict
     assert "pick " in verdict or "cannot decide" in verdict
+
+
+# ---------------------------------------------------------------- bring your own retriever
+
+
+def test_a_run_file_is_scored_like_any_run_and_ir_measures_agrees(tmp_path, stand_in, capsys):
+    import ir_measures
+
+    docs, questions, out = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl"), tmp_path / "out"
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 0
+    bm25 = [line.split() for line in (out / "run-E-bm25.trec").read_text(encoding="utf-8").splitlines()]
+    by_query = {}
+    for qid, _, docno, *_ in bm25:
+        by_query.setdefault(qid, []).append(docno)
+    mine = tmp_path / "mine.trec"  # another system: BM25's ranking reversed, scores falling
+    mine.write_text("".join(f"{qid} Q0 {d} {r} {100 - r} mine\n" for qid, ids in by_query.items()
+                            for r, d in enumerate(reversed(ids), 1)), encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--k", "1,2,4",
+                 "--run", str(mine), "--out", str(tmp_path / "out2")]) == 0
+    results = json.loads((tmp_path / "out2" / "results.json").read_text(encoding="utf-8"))
+    run = next(r for r in results["runs"] if r["label"] == "run/mine")
+    qrels = list(ir_measures.read_trec_qrels(str(tmp_path / "out2" / "qrels-E.trec")))
+    expected = ir_measures.calc_aggregate([ir_measures.R @ 1, ir_measures.R @ 2, ir_measures.R @ 4,
+                                           ir_measures.RR], qrels, list(ir_measures.read_trec_run(str(mine))))
+    assert run["recall"] == {str(k): round(expected[ir_measures.R @ k], 3) for k in (1, 2, 4)}
+    assert run["mrr"] == round(expected[ir_measures.RR], 3)
+    assert run["latency_ms"] is None and {e["a"] for e in results["splits"]} | {e["b"] for e in
+                                                                                results["splits"]} == {
+        "E/bm25", "run/mine"}  # tested against the built-in run, with the same intervals
+    assert run["recall_interval"] and run["doc_recall"]
+
+
+def test_a_run_file_names_passages_by_offsets_and_each_bad_line_costs_only_itself(tmp_path, stand_in, capsys):
+    docs, questions, out = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl"), tmp_path / "out"
+    needle = QUESTIONS[0]["needle"]
+    start = (docs / "rope.rst").read_text(encoding="utf-8").index("Coil")  # offsets into the text as read
+    from ragcourse.documents import read_document
+
+    text = read_document(docs / "rope.rst", "rope.rst").text
+    at = text.index(needle)
+    mine = tmp_path / "mine.trec"
+    mine.write_text(f"knot/doc Q0 rope.rst#char={at},{at + len(needle)} 1 9.5 x\n"
+                    f"knot/doc Q0 rope.rst#char={start},{start + 4} 2 3 x\n"
+                    "knot/doc Q0 nowhere.md#0 3 2 x\n"
+                    "knot/doc Q0 rope.rst#char=5,999999 4 1 x\n"
+                    "knot/ticket Q0 rope.rst#0 one 1 x\n"
+                    "ghost/doc Q0 rope.rst#0 1 1 x\n", encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--run", str(mine),
+                 "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    for line, why in ((3, "unknown chunk or document id 'nowhere.md#0'"), (4, "offsets outside the document"),
+                      (5, "expected an integer and a number"), (6, "query 'ghost/doc' is not one of the questions")):
+        assert f"left out {mine}:{line}: " in err and why in err
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    ranks = {d["query"]: d["rank"] for d in next(r for r in results["runs"] if r["label"] == "run/mine")["per_query"]}
+    assert ranks["knot/doc"] == 1 and ranks["knot/ticket"] is None  # a query the file does not rank ranks nothing

@@ -308,6 +308,25 @@ def _checked_questions(args: argparse.Namespace, corpus):
     return checked
 
 
+def _run_files(paths: list[str]) -> tuple[list[tuple[str, dict]], tuple]:
+    """Each --run file parsed (`records.parse_trec_run`): (path, items) and every bad line; ValueError for a file
+    that cannot be read at all or two files of the same name (their runs would share a label)."""
+    from ..records import RecordsError, parse_trec_run
+
+    stems = [Path(p).stem for p in paths]
+    if len(set(stems)) < len(stems):
+        raise ValueError(f"--run files {paths} share a name: each run is labelled run/NAME; rename one")
+    parsed, bad = [], []
+    for path in paths:
+        try:
+            items, rejected = parse_trec_run(path)
+        except RecordsError as err:
+            raise ValueError(str(err)) from None
+        parsed.append((path, items))
+        bad += rejected
+    return parsed, tuple(bad)
+
+
 def _refuse_empty(corpus, docs_dir: str) -> None:
     """ValueError naming the folder and its first failures when not one document in it could be read."""
     if not corpus.documents:
@@ -317,6 +336,7 @@ def _refuse_empty(corpus, docs_dir: str) -> None:
 
 def _eval(args: argparse.Namespace) -> int:
     from .. import dense
+    from ..records import Rejected
     from . import report
     from .folder import CheckedQuestions, load_folder_out_of_domain, read_folder
     from .runs import Settings, label_of, measure
@@ -327,17 +347,24 @@ def _eval(args: argparse.Namespace) -> int:
     ood, left_out = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else ([], ())
     _tell_left_out(left_out)
     checked = CheckedQuestions(checked.questions, checked.rejected + left_out)
+    run_files, bad_lines = _run_files(args.run_files or [])
+    _tell_left_out(bad_lines)
     labels = [label_of(s, m, r) for s in args.strategies for m in args.methods for r in (False, True)[:1 + args.rerank]]
+    labels += [label_of("run", Path(name).stem, False) for name, _ in run_files]
     if args.baseline is not None and args.baseline not in labels:
         raise ValueError(f"--baseline {args.baseline!r} is not one of this command's runs: {labels}")
     cache = _cache(args, args.docs_dir)
     out = report.prepare_out(args.out, args.docs_dir)  # refused before any work, if it could lose a file
     settings = Settings(tuple(args.strategies), tuple(args.methods), args.rerank, tuple(args.k), args.baseline,
-                        _reranker_factory(cache))
+                        _reranker_factory(cache), tuple(run_files))
     progress = _Progress()
     results, runs = measure(corpus, checked.questions, ood, settings, dense.load_embedder(cache / "embeddings"),
                             progress=progress, bar=progress.on)  # a bar on a terminal only
     progress.done()
+    unresolved = results.pop("left_out")
+    _tell_left_out([Rejected(r["where"], r["reason"]) for r in unresolved])
+    checked = CheckedQuestions(checked.questions, checked.rejected + bad_lines + tuple(
+        Rejected(r["where"], r["reason"]) for r in unresolved))
     results = {"corpus": results.pop("corpus"), "questions": report.questions_entry(checked), **results}
     written = report.write(results, runs, out)
     _print_outcome(results, corpus, checked.questions, written, cache)
@@ -455,6 +482,10 @@ def _eval_options(v) -> None:
     v.add_argument("--k", type=_ks, default=[1, 4, 8, 20], metavar="K,K,...",
                    help="cut-offs for recall@k and nDCG@k (default 1,4,8,20); the largest is where a question "
                         "counts as missed")
+    v.add_argument("--run", action="append", default=None, metavar="RUN.trec", dest="run_files",
+                   help="another system's TREC run (qid Q0 docno rank score tag; qids as in the qrels eval writes, "
+                        "docnos chunk ids of the first strategy, or DOC#char=START,END passages of a document's "
+                        "text), scored on the same needles and tested against every run as run/NAME; repeatable")
     v.add_argument("--baseline", default=None, metavar="RUN",
                    help="the run the paired tests compare against, e.g. E/bm25 or E/hybrid+rerank (default: "
                         "the first run); each reranked run is also tested against its own first stage")

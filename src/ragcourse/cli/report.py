@@ -132,7 +132,8 @@ def write(results: dict, runs: Sequence[Run], out: str | Path) -> list[Path]:
     files = {RESULTS: json.dumps(results, ensure_ascii=False, indent=1) + "\n", REPORT: render(results)}
     for run in runs:
         files[f"run-{slug(run.label)}.trec"] = trec_run(run)
-        files.setdefault(f"qrels-{run.strategy}.trec", trec_qrels(run))
+        if run.strategy != "run":  # a run file's qrels would be its own chunks', not a strategy's
+            files.setdefault(f"qrels-{run.strategy}.trec", trec_qrels(run))
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
     for run in runs:
@@ -153,9 +154,14 @@ def summary(results: dict) -> str:
         row = {"run": run["label"]} | {f"R@{k}": f"{run['recall'][str(k)]:.3f}" for k in ks}
         row |= {f"nDCG@{ks[-1]}": f"{run['ndcg'][str(ks[-1])]:.3f}", "MRR": f"{run['mrr']:.3f}"}
         row |= {f"MRR {p}": f"{f['mrr']:.3f}" for p, f in run["by_phrasing"].items()}
-        row |= {f"missed@{ks[-1]}": len(missed(run, ks[-1])), "ms/query": f"{run['latency_ms']['median']:.2f}"}
+        row |= {f"missed@{ks[-1]}": len(missed(run, ks[-1])), "ms/query": _ms(run)}
         rows.append(row)
     return pd.DataFrame(rows).to_string(index=False)
+
+
+def _ms(run: dict) -> str:
+    """The median time to rank one query, or "—" for a run file's run (its time was not measured here)."""
+    return "—" if run["latency_ms"] is None else f"{run['latency_ms']['median']:.2f}"
 
 
 def questions_entry(checked) -> dict:
@@ -263,7 +269,7 @@ def _runs_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
         row = {"run": run["label"], "queries": run["queries"]}
         row |= {f"R@{k}": with_interval(run["recall"][str(k)], *run["recall_interval"][str(k)]) for k in ks}
         row |= {f"nDCG@{ks[-1]}": f"{run['ndcg'][str(ks[-1])]:.3f}", "MRR": f"{run['mrr']:.3f}",
-                "ms/query": f"{run['latency_ms']['median']:.2f}", "answers destroyed": len(run["answers_destroyed"])}
+                "ms/query": _ms(run), "answers destroyed": len(run["answers_destroyed"])}
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -478,6 +484,15 @@ def _files_section(c: dict) -> list[str]:
     return parts if len(parts) > 1 else [*parts, "<p>Every file was read.</p>"]
 
 
+def _sweep_section(rows: Sequence[dict]) -> list[str]:
+    parts = ["<h2 id='sweep'>Threshold sweep</h2>"]
+    if not rows:
+        return [*parts, "<p>No out-of-domain queries given (<code>--out-of-domain</code>): no sweep.</p>"]
+    shown = pd.DataFrame(rows).assign(cut=lambda t: [("none" if pd.isna(x) else f"{x:.3f}") for x in t["cut"]])
+    return [*parts, figure(sweep_plot(rows), 2, "The gate at each cut (chapter 6): out-of-domain queries answered "
+                           "anyway (bluffed) against in-domain queries refused; lower left is better."), _table(shown)]
+
+
 def render(results: dict) -> str:
     """The report as one HTML page, from the `results.json` dictionary alone: the answer first (the corpus in a
     line, the runs, the splits and the tests), then the misses, and the files not read folded at the end."""
@@ -513,12 +528,6 @@ def render(results: dict) -> str:
               "comparison; the paired tests above do.")]
     parts += _missed_section(runs, ks[-1])
     parts += ["<h2 id='destroyed'>Answers destroyed by chunking</h2>", _table(_destroyed_table(runs)),
-              "<h2 id='sweep'>Threshold sweep</h2>"]
-    if rows:
-        shown = pd.DataFrame(rows).assign(cut=lambda t: [("none" if pd.isna(x) else f"{x:.3f}") for x in t["cut"]])
-        parts += [figure(sweep_plot(rows), 2, "The gate at each cut (chapter 6): out-of-domain queries answered "
-                         "anyway (bluffed) against in-domain queries refused; lower left is better."), _table(shown)]
-    else:
-        parts.append("<p>No out-of-domain queries given (<code>--out-of-domain</code>): no sweep.</p>")
+              *_sweep_section(rows)]
     parts += [*_left_out_section(results.get("questions", {}).get("rejected", [])), *_files_section(c)]
     return "\n".join(parts) + "\n</body></html>\n"

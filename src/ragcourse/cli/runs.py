@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -97,7 +100,7 @@ def chunk_entry(chunk: Chunk) -> dict:
 def _detail(q: Query, ranking: Sequence[Chunk], rank: int | None, ms: float) -> dict:
     """One query's row of `results.json`: its rank, the chunk holding the needle, the chunk first instead."""
     return {"query": q.id, "question": q.question_id, "phrasing": q.phrasing, "text": q.text, "doc": q.doc,
-            "rank": rank, "latency_ms": round(ms, 3),
+            "rank": rank, "latency_ms": None if math.isnan(ms) else round(ms, 3),
             "needle_chunk": None if rank is None else chunk_entry(ranking[rank - 1]),
             "first": None if rank == 1 or not ranking else chunk_entry(ranking[0])}
 
@@ -181,6 +184,7 @@ class Settings:
     ks: tuple[int, ...] = KS
     baseline: str | None = None
     reranker: Callable | None = None  # makes the reranker (one for all runs: it keeps passage vectors)
+    run_files: tuple[tuple[str, dict], ...] = ()  # (name, `records.parse_trec_run`'s items): other systems' runs
 
 
 def _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed) -> list[Run]:
@@ -224,12 +228,12 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
     qs = folder_queries(questions)
     vectors = _query_vectors(embedder, {q.id: q.text for q in qs})
     ood_vectors = _query_vectors(embedder, {o.id: o.query for o in out_of_domain})
-    runs, rows = [], []
+    runs, rows, chunks = [], [], {}
     reranker = settings.reranker() if settings.rerank and settings.reranker else None
     for strategy in settings.strategies:
         progress(f"strategy {strategy}: chunking and embedding {len(corpus.documents)} documents")
         retriever = pipeline.build(strategy, corpus=list(corpus.documents), embedder=embedder, progress=bar)
-        destroyed = _destroyed(retriever, questions)
+        destroyed, chunks = _destroyed(retriever, questions), chunks or {c.id: c for c in retriever.chunks}
         if reranker is not None and retriever.chunks:
             progress(f"strategy {strategy}: preparing the reranker")
             _warm(reranker, retriever.chunks, qs)
@@ -238,7 +242,10 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
             runs += _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed)
             if out_of_domain:
                 rows += _sweep_rows(retriever, method, qs, vectors, out_of_domain, ood_vectors)
-    results = {"corpus": corpus_summary(corpus), "ks": list(settings.ks),
+    files = [file_run(name, items, corpus, chunks, qs, settings.ks) for name, items in settings.run_files]
+    runs += [run for run, _ in files]
+    results = {"corpus": corpus_summary(corpus), "ks": list(settings.ks), "left_out": [
+               {"where": r.where, "reason": r.reason} for _, rejected in files for r in rejected],
                "runs": [run_entry(r, settings.ks) for r in runs],
                "paired": paired_entries(runs, settings.ks, settings.baseline),
                "splits": split_entries(runs, settings.ks), "heterogeneity": heterogeneity(runs, settings.ks),
@@ -283,12 +290,65 @@ def run_entry(run: Run, ks: Sequence[int]) -> dict:
     phrasings = list(dict.fromkeys(table["phrasing"]))
     entry["by_phrasing"] = {p: _phrasing_figures(table[table["phrasing"] == p], ks) for p in phrasings} \
         if len(phrasings) > 1 else {}
-    entry["latency_ms"] = {"median": float(table["latency_ms"].median()),
-                           "p95": float(table["latency_ms"].quantile(0.95))}
+    entry["latency_ms"] = None if table["latency_ms"].isna().all() else {  # a run file's: not measured here
+        "median": float(table["latency_ms"].median()), "p95": float(table["latency_ms"].quantile(0.95))}
     entry["answers_destroyed"] = list(run.destroyed)
     entry = rounded(entry)
     entry["per_query"] = list(run.details)
     return entry
+
+
+class Passage(NamedTuple):
+    """A passage a run file names by offsets into a document's text (`doc#char=start,end`), read as a chunk."""
+
+    id: str
+    doc_id: str
+    section: str
+    start: int
+    end: int
+    content: str
+
+
+_OFFSETS = re.compile(r"(?s)(.+)#char=(\d+),(\d+)")
+
+
+def resolve(docno: str, chunks: dict[str, Chunk], texts: dict[str, str]) -> Chunk | Passage | str:
+    """The chunk a run file's docno names (a chunk id, as in qrels-STRATEGY.trec), or the passage at offsets
+    of a document's text (`doc#char=start,end`, the report's locators); else why it names nothing.
+
+    >>> resolve("a.md#char=0,4", {}, {"a.md": "Tents pitch."}).content, resolve("b.md#0", {}, {})
+    ('Tent', "unknown chunk or document id 'b.md#0'")
+    """
+    if docno in chunks:
+        return chunks[docno]
+    offsets = _OFFSETS.fullmatch(docno)
+    if offsets is None or offsets.group(1) not in texts:
+        return f"unknown chunk or document id {docno[:120]!r}"
+    doc, start, end = offsets.group(1), int(offsets.group(2)), int(offsets.group(3))
+    if not start < end <= len(texts[doc]):
+        return f"{docno[:120]!r}: offsets outside the document's {len(texts[doc])} characters"
+    return Passage(docno, doc, "", start, end, texts[doc][start:end])
+
+
+def file_run(name: str, items: dict, corpus: FolderCorpus, chunks: dict[str, Chunk], qs: Sequence[Query],
+             ks: Sequence[int]) -> tuple[Run, list]:
+    """Another system's run (`records.parse_trec_run` of a file), scored on the same needles as a Run labelled
+    `run/NAME`, and each line naming nothing (file:line, why) left out; a query it does not rank ranks nothing."""
+    from ..records import Rejected
+
+    texts, rankings, rejected = {d.id: d.text for d in corpus.documents}, {}, []
+    for q in qs:
+        rankings[q.id] = []
+        for item in items.get(q.id, []):
+            found = resolve(item.docno, chunks, texts)
+            if isinstance(found, str):
+                rejected.append(Rejected(f"{name}:{item.line}", found))
+            else:
+                rankings[q.id].append(found)
+    asked = {q.id for q in qs}
+    rejected += [Rejected(f"{name}:{lines[0].line}", f"query {query[:120]!r} is not one of the questions measured")
+                 for query, lines in items.items() if query not in asked]
+    return make_run("run", Path(name).stem, False, rankings, dict.fromkeys(asked, math.nan), qs, ks, ()), rejected
 
 
 def without_latency(results: dict) -> dict:
