@@ -403,7 +403,8 @@ def test_eval_writes_results_json_as_specified(evaluated):
     assert results["questions"] == {"measured": 6, "rejected": []}
     assert results["ks"] == [1, 4, 8, 20]
     corpus = results["corpus"]
-    assert list(corpus) == ["documents", "characters", "sections", "failed", "no_text", "skipped", "kept_as_text"]
+    assert list(corpus) == ["documents", "characters", "sections", "failed", "no_text", "skipped", "kept_as_text",
+                            "excluded"]
     assert corpus["documents"] == 5 and corpus["sections"] == 3  # Tents, Stoves (md); Snacks (html)
     assert {f["path"] for f in corpus["failed"]} == set(EXPECTED_FAILED) - {"empty.txt"}
     assert corpus["no_text"] == [{"path": "empty.txt", "reason": "empty file (0 bytes)"}]  # apart from failures

@@ -701,3 +701,16 @@ def test_a_run_file_names_passages_by_offsets_and_each_bad_line_costs_only_itsel
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     ranks = {d["query"]: d["rank"] for d in next(r for r in results["runs"] if r["label"] == "run/mine")["per_query"]}
     assert ranks["knot/doc"] == 1 and ranks["knot/ticket"] is None  # a query the file does not rank ranks nothing
+
+
+def test_exclude_globs_leave_paths_unread_and_listed(tmp_path, stand_in, capsys):
+    docs, questions, out = write_folder(tmp_path / "docs"), write_questions(tmp_path / "q.jsonl"), tmp_path / "out"
+    (docs / "_build" / "html").mkdir(parents=True)
+    (docs / "_build" / "html" / "rope.html").write_text("<p>" + QUESTIONS[0]["needle"] + "</p>", encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out)]) == 1
+    assert "needle occurs 2 times" in capsys.readouterr().err  # the built copy makes the needle ambiguous
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--exclude", "_build",
+                 "--exclude", "*.png", "--out", str(out)]) == 0
+    corpus = json.loads((out / "results.json").read_text(encoding="utf-8"))["corpus"]
+    assert corpus["excluded"] == ["_build/html/rope.html", "diagram.png"] and corpus["skipped"] == []
+    assert corpus["documents"] == 3 and "2 excluded by --exclude" in (out / "report.html").read_text()

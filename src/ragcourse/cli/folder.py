@@ -17,6 +17,7 @@ Leaves out: OCR, Office formats, and following symbolic links out of the folder.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,17 +42,34 @@ class FolderCorpus:
     failed: tuple[Failure, ...]
     skipped: tuple[str, ...] = ()
     kept_as_text: tuple[tuple[str, str, int], ...] = ()
+    excluded: tuple[str, ...] = ()  # paths an --exclude glob matched: never read
 
 
-def read_folder(folder: str | Path, max_bytes: int = MAX_BYTES, exclude: tuple[Path, ...] = ()) -> FolderCorpus:
+def excluded_by(path: str, globs: Sequence[str]) -> bool:
+    """Whether a "/"-separated relative path matches a glob (`fnmatch`: `*` may cross folders; a leading `**/`
+    also matches at the top), or lies in a folder that does.
+
+    >>> [excluded_by(p, ["api/*", "**/_build/**", "*.txt"]) for p in ("api/a.rst", "x/_build/b.rst", "c.txt",
+    ...                                                                "api/sub/d.rst", "e.rst")]
+    [True, True, True, True, False]
+    """
+    parts = PurePosixPath(path).parts
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return any(fnmatch.fnmatchcase(prefix, pattern) for glob in globs for pattern in (glob, glob.removeprefix("**/"))
+               for prefix in prefixes)
+
+
+def read_folder(folder: str | Path, max_bytes: int = MAX_BYTES, exclude: tuple[Path, ...] = (),
+                globs: Sequence[str] = ()) -> FolderCorpus:
     """Every document under `folder` (recursively, sorted by path) as a Document or a Failure; `exclude`:
-    folders not entered (an output folder)."""
+    folders not entered (an output folder); `globs`: paths never read (`--exclude`), listed as excluded."""
     root = Path(folder)
     if not root.is_dir():
         raise ValueError(f"DOCS_DIR {str(root)!r} is not a directory")
     found = walk(root, exclude)
-    documents, failed, kept = [], list(found.problems), []
-    for doc_id in found.files:
+    out = [p for p in (*found.files, *found.skipped, *(f.path for f in found.problems)) if excluded_by(p, globs)]
+    documents, failed, kept = [], [f for f in found.problems if f.path not in out], []
+    for doc_id in (f for f in found.files if f not in out):
         try:
             read = read_file(root / doc_id, doc_id, max_bytes)
         except ExtractionError as err:
@@ -60,7 +78,8 @@ def read_folder(folder: str | Path, max_bytes: int = MAX_BYTES, exclude: tuple[P
         documents.append(read.document)
         kept += [(doc_id, name, count) for name, count in read.kept_as_text.items()]
     failed.sort(key=lambda f: Path(f.path).parts)
-    return FolderCorpus(tuple(documents), tuple(failed), found.skipped, tuple(kept))
+    return FolderCorpus(tuple(documents), tuple(failed), tuple(p for p in found.skipped if p not in out),
+                        tuple(kept), tuple(sorted(out)))
 
 
 def readable_part(corpus: FolderCorpus, allowed: frozenset[str]) -> FolderCorpus:
@@ -74,7 +93,8 @@ def readable_part(corpus: FolderCorpus, allowed: frozenset[str]) -> FolderCorpus
     return FolderCorpus(tuple(d for d in corpus.documents if d.id in allowed),
                         tuple(f for f in corpus.failed if f.path in allowed),
                         tuple(s for s in corpus.skipped if s in allowed),
-                        tuple(k for k in corpus.kept_as_text if k[0] in allowed))
+                        tuple(k for k in corpus.kept_as_text if k[0] in allowed),
+                        tuple(p for p in corpus.excluded if p in allowed))
 
 
 def export_corpus(documents: Sequence[Document], dest: str | Path) -> list[Path]:

@@ -341,7 +341,7 @@ def _eval(args: argparse.Namespace) -> int:
     from .folder import CheckedQuestions, load_folder_out_of_domain, read_folder
     from .runs import Settings, label_of, measure
 
-    corpus = _readable_folder(read_folder(Path(args.docs_dir), max_bytes=args.max_bytes), args)
+    corpus = _readable_folder(read_folder(Path(args.docs_dir), max_bytes=args.max_bytes, globs=args.exclude), args)
     _refuse_empty(corpus, args.docs_dir)
     checked = _checked_questions(args, corpus)
     ood, left_out = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else ([], ())
@@ -463,6 +463,9 @@ def _folder_commands(sub) -> None:
     v.add_argument("--methods", type=_choice_list("methods", METHODS), default=list(METHODS),
                    help=f"comma-separated retrieval methods from {','.join(METHODS)} (default all)")
     v.add_argument("--rerank", action="store_true", help="also run each with the default reranker (chapter 5)")
+    v.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="a path relative to DOCS_DIR (or a folder) never read, e.g. 'api/*' or '**/_build'; "
+                        "repeatable; what it leaves out is listed in the report")
     v.add_argument("--max-bytes", type=_count("max-bytes"), default=MAX_BYTES, metavar="N",
                    help=f"a file larger than N bytes is listed as too large, not read (default {MAX_BYTES:,}; a PDF "
                         "full of images may need more)")

@@ -460,7 +460,8 @@ def _corpus_line(c: dict) -> str:
     return (f"<p id='corpus'>{c['documents']} documents, {c['characters']:,} characters, {c['sections']} sections; "
             f"{len(c['failed'])} file(s) failed to read, {len(c.get('no_text', []))} hold no text, "
             f"{sum(k['count'] for k in c.get('kept_as_text', []))} directive(s) kept as plain text, "
-            f"{len(c['skipped'])} file(s) are not documents (<a href='#files'>listed at the end</a>).</p>")
+            f"{len(c['skipped'])} file(s) are not documents, {len(c.get('excluded', []))} excluded by --exclude "
+            "(<a href='#files'>listed at the end</a>).</p>")
 
 
 def _folded(rows: Sequence[dict], summary: str, columns: Sequence[str]) -> str:
@@ -481,6 +482,9 @@ def _files_section(c: dict) -> list[str]:
     if c["skipped"]:
         parts.append(_folded([{"path": p} for p in c["skipped"]], f"{len(c['skipped'])} file(s) skipped: not "
                              "documents by type (read: .md .markdown .rst .txt .html .htm .pdf)", ("path",)))
+    if c.get("excluded"):
+        parts.append(_folded([{"path": p} for p in c["excluded"]], f"{len(c['excluded'])} path(s) excluded by "
+                             "--exclude: never read", ("path",)))
     return parts if len(parts) > 1 else [*parts, "<p>Every file was read.</p>"]
 
 

@@ -206,9 +206,10 @@ def _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed) 
 
 def _warm(reranker, chunks: Sequence[Chunk], qs: Sequence[Query]) -> None:
     """Load the reranker and, for late interaction, every chunk's and query's token vectors (embeddings, as the
-    first stage's are), so a reranked run's latency is the reranking itself, the same in every run."""
+    first stage's are), so a reranked run's latency is the reranking itself, the same in every run. The chunks'
+    token vectors are saved in the cache (keyed like the embeddings), so a re-run encodes only what changed."""
     if hasattr(reranker, "passage_tokens"):
-        reranker.passage_tokens([getattr(c, getattr(reranker, "use", "text")) for c in chunks])
+        reranker.index([getattr(c, getattr(reranker, "use", "text")) for c in chunks])
         for q in qs:
             reranker.query_tokens(q.text)
     else:
@@ -262,7 +263,8 @@ def corpus_summary(corpus: FolderCorpus) -> dict:
             "failed": [{"path": f.path, "reason": f.reason} for f in corpus.failed if not f.no_text],
             "no_text": [{"path": f.path, "reason": f.reason} for f in corpus.failed if f.no_text],
             "skipped": list(corpus.skipped),
-            "kept_as_text": [{"path": path, "directive": name, "count": n} for path, name, n in corpus.kept_as_text]}
+            "kept_as_text": [{"path": path, "directive": name, "count": n} for path, name, n in corpus.kept_as_text],
+            "excluded": list(corpus.excluded)}
 
 
 def _figures(table: pd.DataFrame, ks: Sequence[int]) -> dict:
