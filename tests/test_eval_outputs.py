@@ -166,6 +166,9 @@ def test_missed_questions_show_what_was_retrieved_instead(rst_eval):
             if d["rank"] > 1:
                 first, held = d["first"], d["needle_chunk"]
                 assert first["doc"].endswith(".rst") and first["locator"].startswith(first["doc"] + "#char=")
+                line, column = map(int, first["source"].removeprefix(first["doc"] + ":").split(":"))
+                source = (out.parent / "docs" / first["doc"]).read_text(encoding="utf-8").split("\n")
+                assert source[line - 1][column - 1:].split()[:2] == first["excerpt"].split()[:2]  # its place there
                 assert first["excerpt"] and first["id"] != held["id"]
                 assert " ".join(d["text"].split()) and held["excerpt"].startswith(" ".join(
                     next(q["needle"] for q in QUESTIONS if q["id"] == d["question"]).split()[:3]))
@@ -714,3 +717,29 @@ def test_exclude_globs_leave_paths_unread_and_listed(tmp_path, stand_in, capsys)
     corpus = json.loads((out / "results.json").read_text(encoding="utf-8"))["corpus"]
     assert corpus["excluded"] == ["_build/html/rope.html", "diagram.png"] and corpus["skipped"] == []
     assert corpus["documents"] == 3 and "2 excluded by --exclude" in (out / "report.html").read_text()
+
+
+def test_every_table_of_the_report_fits_1280_px_in_a_browser(tmp_path, stand_in):
+    """Long unbroken file names, long questions and three runs: no table is wider than its box at 1280 px,
+    and the verdict and the runs come before the files not read."""
+    from browser import load_page
+
+    docs = write_folder(tmp_path / "docs")
+    deep = docs / ("a_rather_long_folder_name_without_any_spaces_" * 2) / "and_another_one_below_it"
+    deep.mkdir(parents=True)
+    (deep / ("storage_and_maintenance_of_climbing_ropes_" * 2 + ".rst")).write_text(
+        ROPE.replace("Rope handling\n=============", "Rope care\n=========").replace("A figure eight", "One eight")
+        .replace("Dry the rope", "Air the rope").replace("Coil the", "Loop the"), encoding="utf-8")
+    for i in range(30):
+        (docs / f"broken-{i:02d}.pdf").write_text("not a PDF\n", encoding="utf-8")
+    rows = [{**q, "ticket": q["ticket"] + " " + "and_a_very_long_unbroken_token_pasted_from_a_log_" * 3}
+            for q in QUESTIONS]
+    questions, out = write_questions(tmp_path / "q.jsonl", rows), tmp_path / "out"
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25,dense,hybrid", "--k", "1,2",
+                 "--out", str(out)]) == 0
+    page = load_page(out / "report.html", width=1280)
+    assert "and_a_very_long_unbroken_token" in page.text.split("Missed questions")[1]  # the missed table has rows
+    assert page.wide_tables == ()
+    text = page.text
+    assert text.index("Over all questions") < text.index("Runs") < text.index("Missed questions") \
+        < text.rindex("30 file(s) failed to read")

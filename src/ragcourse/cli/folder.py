@@ -43,6 +43,7 @@ class FolderCorpus:
     skipped: tuple[str, ...] = ()
     kept_as_text: tuple[tuple[str, str, int], ...] = ()
     excluded: tuple[str, ...] = ()  # paths an --exclude glob matched: never read
+    root: str = ""  # the folder read, for `source_position`
 
 
 def excluded_by(path: str, globs: Sequence[str]) -> bool:
@@ -79,7 +80,7 @@ def read_folder(folder: str | Path, max_bytes: int = MAX_BYTES, exclude: tuple[P
         kept += [(doc_id, name, count) for name, count in read.kept_as_text.items()]
     failed.sort(key=lambda f: Path(f.path).parts)
     return FolderCorpus(tuple(documents), tuple(failed), tuple(p for p in found.skipped if p not in out),
-                        tuple(kept), tuple(sorted(out)))
+                        tuple(kept), tuple(sorted(out)), str(root))
 
 
 def readable_part(corpus: FolderCorpus, allowed: frozenset[str]) -> FolderCorpus:
@@ -94,7 +95,24 @@ def readable_part(corpus: FolderCorpus, allowed: frozenset[str]) -> FolderCorpus
                         tuple(f for f in corpus.failed if f.path in allowed),
                         tuple(s for s in corpus.skipped if s in allowed),
                         tuple(k for k in corpus.kept_as_text if k[0] in allowed),
-                        tuple(p for p in corpus.excluded if p in allowed))
+                        tuple(p for p in corpus.excluded if p in allowed), corpus.root)
+
+
+def source_position(source: str, passage: str, words: int = 8) -> tuple[int, int] | None:
+    """(line, column), from 1, of a passage of extracted text in its source file: where its first `words` words
+    occur in that order with only markup or spaces between them; None when they do not (a table, a PDF).
+
+    >>> source_position("Title\\n=====\\n\\nSee :ref:`the guide <g>` first.\\n", "See the guide first.")
+    (4, 1)
+    """
+    found = re.findall(r"\w+", passage)[:words]
+    if not found:
+        return None
+    match = re.search(r"\b" + r"\W+(?:\w+\W+){0,2}?".join(map(re.escape, found)), source)
+    if match is None:
+        return None
+    line = source.count("\n", 0, match.start()) + 1
+    return line, match.start() - (source.rfind("\n", 0, match.start()) + 1) + 1
 
 
 def export_corpus(documents: Sequence[Document], dest: str | Path) -> list[Path]:

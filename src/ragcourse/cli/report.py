@@ -301,11 +301,21 @@ def _missed_table(run: dict, k: int) -> pd.DataFrame:
     for d in missed(run, k)[:MISSED_SHOWN]:
         first = d["first"] or {}
         rows.append({"rank": "none holds it" if d["rank"] is None else d["rank"], "query": d["query"],
-                     "asked": shorten(d["text"], EXCERPT),
-                     "needle in": (d["needle_chunk"] or {}).get("locator", d["doc"]),
-                     "ranked first instead": first.get("locator", ""), "section": first.get("section", ""),
+                     "asked": shorten(d["text"], EXCERPT), "needle in": _where(d["needle_chunk"]) or d["doc"],
+                     "ranked first instead": _where(first), "section": first.get("section", ""),
                      "its text": first.get("excerpt", "")})
     return pd.DataFrame(rows)
+
+
+def _where(chunk: dict | None) -> str:
+    """A chunk's place: its source file's line:column when found there, beside its offsets in the extracted text.
+
+    >>> _where({"locator": "a.rst#char=0,9", "source": "a.rst:4:1"}), _where({"locator": "a.md#char=0,9"})
+    ('a.rst:4:1 (a.rst#char=0,9)', 'a.md#char=0,9')
+    """
+    if not chunk:
+        return ""
+    return f"{chunk['source']} ({chunk['locator']})" if chunk.get("source") else chunk["locator"]
 
 
 def _missed_section(runs: Sequence[dict], k: int) -> list[str]:
@@ -432,7 +442,7 @@ def _destroyed_table(runs: Sequence[dict]) -> pd.DataFrame:
 
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}th,td{padding:.25em .6em;
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}td,th{overflow-wrap:anywhere}th,td{padding:.25em .6em;
 border-bottom:1px solid #ddd;text-align:left;vertical-align:top}th{background:#f4f4f4}h2{margin-top:1.6em}
 .note{color:#555;font-size:.9em}
 .verdict{background:#f4f8ff;border-left:4px solid #36c;padding:.2em 1em}

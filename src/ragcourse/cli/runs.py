@@ -245,6 +245,7 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
                 rows += _sweep_rows(retriever, method, qs, vectors, out_of_domain, ood_vectors)
     files = [file_run(name, items, corpus, chunks, qs, settings.ks) for name, items in settings.run_files]
     runs += [run for run, _ in files]
+    add_sources(runs, corpus.root)
     results = {"corpus": corpus_summary(corpus), "ks": list(settings.ks), "left_out": [
                {"where": r.where, "reason": r.reason} for _, rejected in files for r in rejected],
                "runs": [run_entry(r, settings.ks) for r in runs],
@@ -252,6 +253,28 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
                "splits": split_entries(runs, settings.ks), "heterogeneity": heterogeneity(runs, settings.ks),
                "sweep": rounded(rows)}
     return results, runs
+
+
+def add_sources(runs: Sequence[Run], root: str) -> None:
+    """Give each chunk a run's details name (the needle's, the one first instead) its place in the source file,
+    `path:line:column` (`folder.source_position`), when its words are found there; PDFs have none."""
+    from .folder import source_position
+
+    texts: dict[str, str | None] = {}
+
+    def source(doc: str) -> str | None:
+        if doc not in texts:
+            path = Path(root) / doc
+            texts[doc] = None if not root or path.suffix.lower() == ".pdf" else \
+                path.read_bytes().decode("utf-8-sig", errors="replace") if path.is_file() else None
+        return texts[doc]
+
+    for detail in (d for run in runs for d in run.details):
+        for entry in (detail["needle_chunk"], detail["first"]):
+            text = source(entry["doc"]) if entry else None
+            found = source_position(text, entry["excerpt"]) if text else None
+            if found:
+                entry["source"] = f"{entry['doc']}:{found[0]}:{found[1]}"
 
 
 def corpus_summary(corpus: FolderCorpus) -> dict:
