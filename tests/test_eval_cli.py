@@ -470,6 +470,7 @@ def test_a_second_run_embeds_nothing_and_gives_the_same_json(evaluated):
     again, out = (json.loads((root / name / "results.json").read_text()) for name in ("again", "out"))
     assert without_latency(again) == without_latency(out)
     assert (root / "cache" / "embeddings").is_dir()  # the cache went where --cache-dir said
+    assert list((root / "cache" / "tokens").glob("*.npz"))  # the reranker's token vectors are cached too
 
 
 def test_a_second_run_without_rerank_never_loads_the_model(evaluated, monkeypatch):

@@ -463,9 +463,6 @@ def _folder_commands(sub) -> None:
     v.add_argument("--methods", type=_choice_list("methods", METHODS), default=list(METHODS),
                    help=f"comma-separated retrieval methods from {','.join(METHODS)} (default all)")
     v.add_argument("--rerank", action="store_true", help="also run each with the default reranker (chapter 5)")
-    v.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                   help="a path relative to DOCS_DIR (or a folder) never read, e.g. 'api/*' or '**/_build'; "
-                        "repeatable; what it leaves out is listed in the report")
     v.add_argument("--max-bytes", type=_count("max-bytes"), default=MAX_BYTES, metavar="N",
                    help=f"a file larger than N bytes is listed as too large, not read (default {MAX_BYTES:,}; a PDF "
                         "full of images may need more)")
@@ -481,7 +478,10 @@ def _folder_commands(sub) -> None:
 
 
 def _eval_options(v) -> None:
-    """`eval`'s cut-offs, baseline, cache and output folder."""
+    """`eval`'s exclusions, cut-offs, run files, baseline, cache and output folder."""
+    v.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="a path relative to DOCS_DIR (or a folder) never read, e.g. 'api/*' or '**/_build'; "
+                        "repeatable; what it leaves out is listed in the report")
     v.add_argument("--k", type=_ks, default=[1, 4, 8, 20], metavar="K,K,...",
                    help="cut-offs for recall@k and nDCG@k (default 1,4,8,20); the largest is where a question "
                         "counts as missed")
