@@ -508,7 +508,8 @@ def test_report_renders_in_a_real_browser_with_no_outside_request(evaluated, tmp
     assert (out / "report.html").as_uri() in page.requests  # the browser did load it
     assert page.outside_requests == (), page.outside_requests
     assert page.images == 2 and page.broken_images == 0  # both plots decoded and drawn
-    assert "Threshold sweep" in page.text and "Corpus" in page.text
+    assert "Threshold sweep" in page.text and "Files" in page.text and "documents, " in page.text
+    assert page.wide_tables == ()  # every table readable at 1280 px
 
 
 # ---------------------------------------------------------------- the book's own corpus, as files
