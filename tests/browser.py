@@ -27,7 +27,11 @@ PROBE = """JSON.stringify({
   images: document.images.length,
   broken: Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).length,
   text: document.body.innerText,
-  height: document.documentElement.scrollHeight})"""
+  height: document.documentElement.scrollHeight,
+  wide: Array.from(document.querySelectorAll('table')).filter(t =>
+    t.scrollWidth > t.parentElement.clientWidth + 1 || t.getBoundingClientRect().right > window.innerWidth + 1)
+    .map(t => (t.closest('[id]') || {id: ''}).id + ': ' + Array.from(t.querySelectorAll('th')).map(h => h.innerText)
+    .join('|'))})"""
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class Page:
     images: int
     broken_images: int
     text: str
+    wide_tables: tuple[str, ...] = ()  # tables wider than their box or the window (a reader scrolls sideways)
 
 
 def chromium() -> str:
@@ -117,4 +122,4 @@ def load_page(html: Path, screenshot: Path | None = None, width: int = 1280) -> 
     urls = tuple(e["params"]["request"]["url"] for e in session.events
                  if e.get("method") == "Network.requestWillBeSent")
     return Page(urls, tuple(u for u in urls if not u.startswith(LOCAL_SCHEMES)), probe["images"],
-                probe["broken"], probe["text"])
+                probe["broken"], probe["text"], tuple(probe["wide"]))

@@ -16,6 +16,7 @@ import pytest
 
 from ragcourse import dense, documents
 from ragcourse.cli import folder, main, report
+from ragcourse.cli import runs as runs_module
 from ragcourse.cli.folder import load_folder_questions, read_document, read_folder
 from ragcourse.cli.runs import without_latency
 from ragcourse.corpus import CACHE_ROOT, Document
@@ -398,20 +399,25 @@ def deny(path):
 def test_eval_writes_results_json_as_specified(evaluated):
     out = evaluated[1] / "out"
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert list(results) == ["corpus", "questions", "ks", "runs", "paired", "sweep"]
+    assert list(results) == ["corpus", "questions", "ks", "runs", "paired", "splits", "heterogeneity", "sweep"]
     assert results["questions"] == {"measured": 6, "rejected": []}
     assert results["ks"] == [1, 4, 8, 20]
     corpus = results["corpus"]
-    assert list(corpus) == ["documents", "characters", "sections", "failed", "skipped"]
+    assert list(corpus) == ["documents", "characters", "sections", "failed", "no_text", "skipped", "kept_as_text",
+                            "excluded"]
     assert corpus["documents"] == 5 and corpus["sections"] == 3  # Tents, Stoves (md); Snacks (html)
-    assert {f["path"] for f in corpus["failed"]} == set(EXPECTED_FAILED)
+    assert {f["path"] for f in corpus["failed"]} == set(EXPECTED_FAILED) - {"empty.txt"}
+    assert corpus["no_text"] == [{"path": "empty.txt", "reason": "empty file (0 bytes)"}]  # apart from failures
+    assert corpus["kept_as_text"] == []
     assert corpus["skipped"] == NOT_DOCUMENTS
     runs = results["runs"]
     assert [(r["strategy"], r["method"], r["rerank"]) for r in runs] == [
         (s, m, r) for s in "AE" for m in ("dense", "hybrid") for r in (False, True)]
     for run in runs:
         assert list(run) == ["strategy", "method", "rerank", "label", "queries", "recall", "ndcg", "mrr",
-                             "recall_interval", "by_phrasing", "latency_ms", "answers_destroyed", "per_query"]
+                             "doc_recall", "recall_interval", "doc_recall_interval", "by_phrasing", "latency_ms",
+                             "answers_destroyed", "per_query"]
+        assert all(run["doc_recall"][k] >= run["recall"][k] for k in run["recall"])  # a chunk hit is a doc hit
         assert [d["query"] for d in run["per_query"]] == [
             "tents/doc", "tents/ticket", "stove/doc", "water/doc", "water/ticket", "knot/doc", "snack/doc",
             "contour/doc", "contour/ticket"]
@@ -432,7 +438,7 @@ def test_eval_writes_results_json_as_specified(evaluated):
     for p in results["paired"]:
         assert p["wins"] + p["losses"] <= 6 and 0 <= p["p"] <= 1  # over 6 questions
     sweep = results["sweep"]
-    assert len(sweep) == 4 * len(report.CUTS)  # A and E, dense and hybrid; reranked runs have no sweep
+    assert len(sweep) == 4 * len(runs_module.CUTS)  # A and E, dense and hybrid; reranked runs have no sweep
     last = [row for row in sweep if row["cut"] is None]
     assert all(row["bluffed"] == 3 and row["ood_refused"] == 0 for row in last)  # no threshold: every one bluffs
 
@@ -464,6 +470,7 @@ def test_a_second_run_embeds_nothing_and_gives_the_same_json(evaluated):
     again, out = (json.loads((root / name / "results.json").read_text()) for name in ("again", "out"))
     assert without_latency(again) == without_latency(out)
     assert (root / "cache" / "embeddings").is_dir()  # the cache went where --cache-dir said
+    assert list((root / "cache" / "tokens").glob("*.npz"))  # the reranker's token vectors are cached too
 
 
 def test_a_second_run_without_rerank_never_loads_the_model(evaluated, monkeypatch):
@@ -501,7 +508,8 @@ def test_report_renders_in_a_real_browser_with_no_outside_request(evaluated, tmp
     assert (out / "report.html").as_uri() in page.requests  # the browser did load it
     assert page.outside_requests == (), page.outside_requests
     assert page.images == 2 and page.broken_images == 0  # both plots decoded and drawn
-    assert "Threshold sweep" in page.text and "Corpus" in page.text
+    assert "Threshold sweep" in page.text and "Files" in page.text and "documents, " in page.text
+    assert page.wide_tables == ()  # every table readable at 1280 px
 
 
 # ---------------------------------------------------------------- the book's own corpus, as files

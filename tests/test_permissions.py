@@ -169,9 +169,10 @@ def test_eval_as_a_user_indexes_only_what_they_may_read(tmp_path, capsys, monkey
     out = tmp_path / "out"
     code = main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25", "--out", str(out),
                  "--user", "sam", "--permissions", str(perms)])
-    assert code == 0
+    assert code == 1  # two lines left out, each only "not readable by sam": no path, title or count of theirs
     err = capsys.readouterr().err
-    assert "readable by nobody: stoves.md" in err and "2 question(s) are about documents sam may not read" in err
+    assert f"left out {questions}:2: s: not readable by sam" in err and f"{questions}:4: p: not readable by sam" in err
+    assert "stoves" not in err and "salaries" not in err.lower()
     results = json.loads((out / "results.json").read_text())
     assert results["corpus"]["documents"] == 1
     assert "salaries" not in (out / "report.html").read_text().lower()

@@ -7,13 +7,17 @@ of chapter 2 find the same sections and every offset refers to that text:
 - Markdown (.md, .markdown): read as it is; a `# ` first line is the title and leaves the text
   (the course corpus keeps titles apart), else the first `# ` line is the title;
 - reStructuredText (.rst): docutils' own parser and the course corpus's doctree walk (`ragcourse.rst`,
-  imported only for an .rst file): the document title leaves the text, sections become `## `;
+  imported only for an .rst file): the document title leaves the text, sections become `## `; Sphinx's
+  directives and roles keep their words, and a directive neither knows is kept as plain text and counted
+  (`read_file`'s `kept_as_text`);
 - HTML (.html, .htm): parsed by BeautifulSoup; the first `<h1>` (else `<title>`) is the title,
   `<h2>` starts a section, `<h3>`-`<h6>` are sub-headings, `<pre>` is fenced, lists and table rows stay
   one per line; scripts, styles and navigation are dropped;
 - PDF (.pdf): pypdf's text, page by page (its title from the metadata); plain text (.txt) as it is.
 
-A document without a title is titled by its file name. `walk` lists a folder (recursively) the way
+A document without a title is titled by its file name. A file with nothing to read (empty, or only markup
+that has no text, such as an autodoc stub) is a `Failure` of its own kind, `no_text`, apart from a file that
+could not be read. `walk` lists a folder (recursively) the way
 every command reads it: document files, other files (not documents: counted, never read), and
 entries that cannot be read, each with its reason: a link out of the folder (not followed), a link
 loop, a broken link, a named pipe or other special file (never opened), an unreadable folder.
@@ -30,11 +34,12 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from .corpus import Document, collapse
 
 #: Bump whenever the same bytes are read into different text, title or sections (an index records it).
-READER_VERSION = "documents-1"
+READER_VERSION = "documents-2"  # 2: Sphinx's directives and roles keep their text
 #: Default size limit per file, in bytes.
 MAX_BYTES = 2_000_000
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -53,12 +58,32 @@ class ExtractionError(ValueError):
     """A file could not be turned into text; the message is the reason recorded for it."""
 
 
+#: The reasons that say a file was read and had nothing to read in it ("no text"), not that it failed.
+NO_TEXT_REASONS = ("empty file", "no text")
+
+
 @dataclass(frozen=True)
 class Failure:
     """A path that is not in the corpus, and why."""
 
     path: str
     reason: str
+
+    @property
+    def no_text(self) -> bool:
+        """True when the file was read and holds no text (empty, or markup only), False when reading failed.
+
+        >>> Failure("a.rst", "no text: nothing readable").no_text, Failure("b.pdf", "not a PDF").no_text
+        (True, False)
+        """
+        return self.reason.startswith(NO_TEXT_REASONS)
+
+
+class Read(NamedTuple):
+    """One file read: its Document, and the directives kept as plain text (an .rst file's), name -> count."""
+
+    document: Document
+    kept_as_text: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -242,16 +267,19 @@ def markdown(text: str) -> tuple[str, str | None]:
     return text, next((ln[2:].strip() for ln in lines if ln.startswith("# ") and ln[2:].strip()), None)
 
 
-def restructuredtext(text: str, name: str) -> tuple[str, str | None]:
-    """(text, title) of reStructuredText, through docutils and the course corpus's doctree walk.
+def restructuredtext(text: str, name: str) -> tuple[str, str | None, dict[str, int]]:
+    """(text, title, directives kept as plain text) of reStructuredText, through docutils and the course
+    corpus's doctree walk.
 
-    >>> restructuredtext("Rope\\n====\\n\\nCoil it.\\n\\nKnots\\n-----\\n\\nTie one.\\n", "r.rst")
-    ('Coil it.\\n\\n## Knots\\n\\nTie one.\\n', 'Rope')
+    >>> restructuredtext("Rope\\n====\\n\\nCoil it.\\n\\n.. tip-box::\\n\\n   Dry it.\\n", "r.rst")
+    ('Coil it.\\n\\nDry it.\\n', 'Rope', {'tip-box': 1})
     """
     from . import rst
 
-    title, body = rst.render_document(rst.parse(text.replace("\r\n", "\n"), name))
-    return body, title or None
+    doctree = rst.parse(text.replace("\r\n", "\n"), name)
+    kept = rst.kept_as_text(doctree)
+    title, body = rst.render_document(doctree)
+    return body, title or None, kept
 
 
 def _pdf(raw: bytes) -> tuple[str, str | None]:
@@ -371,24 +399,24 @@ def _raw(path: Path, max_bytes: int) -> bytes:
     return raw
 
 
-def _text_and_title(path: Path, raw: bytes) -> tuple[str, str | None]:
+def _text_and_title(path: Path, raw: bytes) -> tuple[str, str | None, dict[str, int]]:
     """Dispatch on the suffix; binary bytes in a text type are refused."""
     suffix, kind = path.suffix.lower(), binary_kind(raw)
     if suffix in PDF_SUFFIXES:
         if kind != "PDF":
             raise ExtractionError(f"not a PDF: the file does not start with %PDF- ({kind or 'text'})")
-        return _pdf(raw)
+        return (*_pdf(raw), {})
     if kind is not None:
         raise ExtractionError(f"binary content ({kind}), not text")
     if suffix in MARKDOWN_SUFFIXES:
-        return markdown(_decode(raw))
+        return (*markdown(_decode(raw)), {})
     if suffix in HTML_SUFFIXES or suffix == ".rst":
         text = _decode(raw)
         try:
-            return html(text) if suffix in HTML_SUFFIXES else restructuredtext(text, path.name)
+            return (*html(text), {}) if suffix in HTML_SUFFIXES else restructuredtext(text, path.name)
         except Exception as err:  # a parser's failure on one hostile file (nesting past the recursion limit)
             raise ExtractionError(f"could not be parsed as {suffix}: {type(err).__name__}: {err}") from err
-    return _decode(raw), None
+    return _decode(raw), None, {}
 
 
 def read_document(path: str | Path, doc_id: str | None = None, max_bytes: int = MAX_BYTES) -> Document:
@@ -396,6 +424,11 @@ def read_document(path: str | Path, doc_id: str | None = None, max_bytes: int = 
 
     When `path` ends with `doc_id` (a path relative to a folder), a link out of that folder is refused.
     """
+    return read_file(path, doc_id, max_bytes).document
+
+
+def read_file(path: str | Path, doc_id: str | None = None, max_bytes: int = MAX_BYTES) -> Read:
+    """`read_document`, with what it kept as plain text (the directives of an .rst file neither reader knows)."""
     path = Path(path)
     doc_id = path.name if doc_id is None else doc_id
     why = problem(path, _root_of(path, doc_id))
@@ -404,7 +437,7 @@ def read_document(path: str | Path, doc_id: str | None = None, max_bytes: int = 
     if path.suffix.lower() not in SUFFIXES:
         raise ExtractionError(f"not a document: unsupported type {path.suffix.lower() or '(no suffix)'!r}; "
                               f"supported: {', '.join(SUFFIXES)}")
-    text, title = _text_and_title(path, _raw(path, max_bytes))
+    text, title, kept = _text_and_title(path, _raw(path, max_bytes))
     if not text.strip():
         raise ExtractionError("no text: nothing readable after extraction")
-    return Document(id=doc_id, title=collapse(title or "") or path.name, text=text)
+    return Read(Document(id=doc_id, title=collapse(title or "") or path.name, text=text), kept)

@@ -61,6 +61,17 @@ def first_hit_rank(ranked: Iterable[Any], needle: str) -> int | None:
     return None
 
 
+def first_doc_rank(ranked: Iterable[Any], doc: str) -> int | None:
+    """Rank (from 1) of the first item from document ``doc`` (an item has ``.doc_id``): a document-level hit
+    at k when it is at most k, whichever chunk of the document it is. None if no item comes from it.
+
+    >>> from types import SimpleNamespace as C
+    >>> first_doc_rank([C(doc_id="a"), C(doc_id="b"), C(doc_id="b")], "b"), first_doc_rank([C(doc_id="a")], "b")
+    (2, None)
+    """
+    return next((rank for rank, item in enumerate(ranked, start=1) if item.doc_id == doc), None)
+
+
 def answers_destroyed(chunks: Iterable[Any], needles: Iterable[str]) -> list[str]:
     """Needles that no chunk contains whole (a boundary cut them), in input order."""
     contents = [normalize(_content(c)) for c in chunks]
@@ -454,6 +465,16 @@ def judge(answered_in: Sequence[bool], answered_out: Sequence[bool],
             "bluffed": bluffed, "n_out": n_out, "bluffed_ci": wilson(bluffed, n_out, confidence)}
 
 
+def question_of(query_id: str) -> str:
+    """The question a query asks: query ids are ``<question id>/<phrasing>`` (`groundtruth.queries`), and a
+    question id may itself hold a "/".
+
+    >>> question_of("q1/ticket"), question_of("billing/refunds/doc"), question_of("q2")
+    ('q1', 'billing/refunds', 'q2')
+    """
+    return str(query_id).rsplit("/", 1)[0]
+
+
 def per_question(per_query: pd.DataFrame, column: str = "rr") -> pd.Series:
     """One value per question: the mean of ``column`` over its phrasings, indexed by question id.
 
@@ -467,8 +488,8 @@ def per_question(per_query: pd.DataFrame, column: str = "rr") -> pd.Series:
     """
     if column not in per_query.columns:
         raise ValueError(f"column={column!r}: expected one of {list(per_query.columns)}")
-    question = per_query["query"].astype(str).str.rsplit("/", n=1).str[0]
-    values = per_query[column].astype(float).groupby(question.to_numpy(), sort=False).mean()
+    question = [question_of(q) for q in per_query["query"]]
+    values = per_query[column].astype(float).groupby(question, sort=False).mean()
     values.index.name = "question"
     return values
 
@@ -585,10 +606,92 @@ def ratio_over_questions(query_ids: Sequence[str], numerators: Sequence[int], de
                           "den": np.asarray(denominators, dtype=np.int64)})
     if len(frame) == 0 or frame["den"].sum() == 0 or (frame["num"] < 0).any() or (frame["num"] > frame["den"]).any():
         raise ValueError("expected 0 <= numerator <= denominator per query and some denominator > 0")
-    sums = frame.groupby(frame["query"].str.rsplit("/", n=1).str[0].to_numpy(), sort=False)[["num", "den"]].sum()
+    sums = frame.groupby([question_of(q) for q in frame["query"]], sort=False)[["num", "den"]].sum()
     num, den = sums["num"].to_numpy(), sums["den"].to_numpy()
     picks = np.random.default_rng(seed).integers(0, len(num), size=(resamples, len(num)))
     top, bottom = num[picks].sum(axis=1), den[picks].sum(axis=1)
     ratios = top[bottom > 0] / bottom[bottom > 0]
     low, high = np.quantile(ratios, [(1 - confidence) / 2, (1 + confidence) / 2])
     return Estimate(float(num.sum() / den.sum()), float(low), float(high))
+
+
+def query_share(query_ids: Sequence[str], flags: Sequence[bool]) -> Estimate:
+    """The share of queries flagged (the plain mean over queries that trec_eval gives) with a 95 % t interval that
+    counts each question once: the linearised ratio interval over questions (a question's phrasings are not
+    independent). With as many phrasings per question it is `share_over_questions`'s interval; with some
+    questions asked once and some twice that interval is around another mean, and may even exclude this one.
+
+    >>> query_share(["q1/doc", "q1/ticket", "q2/doc", "q2/ticket"], [True, False, True, True])
+    Estimate(value=0.75, low=0.0, high=1.0)
+    >>> [round(x, 3) for x in query_share(["a/doc", "a/ticket", "b/doc", "c/doc"], [True, True, False, True])]
+    [0.75, 0.0, 1.0]
+    """
+    groups = pd.Series(np.asarray(flags, dtype=np.float64)).groupby([question_of(q) for q in query_ids], sort=False)
+    hits, sizes = groups.sum().to_numpy(), groups.size().to_numpy().astype(np.float64)
+    if len(hits) < 2:
+        raise ValueError(f"{len(hits)} question(s): an interval over questions needs at least 2")
+    value = float(hits.sum() / sizes.sum())
+    residual = (hits - value * sizes) / sizes.mean()  # each question's share of the estimate's error
+    half = float(stats.t.ppf(0.975, len(hits) - 1) * residual.std(ddof=1) / math.sqrt(len(hits)))
+    return Estimate(value, max(0.0, value - half), min(1.0, value + half))
+
+
+def ndcg(rank: int | None, k: int) -> float:
+    """nDCG@k with binary relevance and one relevant item (Järvelin & Kekäläinen, 2002).
+
+    DCG@k = sum over ranks r <= k of rel_r / log2(r + 1); the ideal ranking puts the one relevant
+    item first, so IDCG = 1 and nDCG@k = 1 / log2(rank + 1) when rank <= k, else 0.
+
+    >>> ndcg(1, 4), round(ndcg(3, 4), 4), ndcg(5, 4), ndcg(None, 4)
+    (1.0, 0.5, 0.0, 0.0)
+    """
+    return 0.0 if rank is None or rank > k else 1.0 / math.log2(rank + 1)
+
+
+class Difference(NamedTuple):
+    """A paired comparison of A with B over questions: wins, losses, the sign test's p, and the mean per-question
+    difference A - B with its 95 % t interval (None below two questions), its sd and the number of questions."""
+
+    wins: int
+    losses: int
+    p: float
+    difference: float
+    low: float | None
+    high: float | None
+    sd: float
+    n: int
+
+
+def difference(a: pd.Series, b: pd.Series) -> Difference:
+    """A against B on one value per question (Series indexed by question, as `per_question` gives), paired.
+
+    >>> difference(pd.Series({"q1": 1.0, "q2": 0.5, "q3": 1.0}), pd.Series({"q1": 0.5, "q2": 0.5, "q3": 0.0}))
+    Difference(wins=2, losses=0, p=0.5, difference=0.5, low=-0.742..., high=1.742..., sd=0.5, n=3)
+    """
+    if set(a.index) != set(b.index) or len(a) != len(b):
+        raise ValueError("the two runs cover different questions: compare runs on the same questions")
+    diffs = (a - b.loc[a.index]).to_numpy(dtype=np.float64)
+    wins, losses = int((diffs > 0).sum()), int((diffs < 0).sum())
+    low, high = mean_interval(diffs) if len(diffs) >= 2 else (None, None)
+    return Difference(wins, losses, sign_test(wins, losses), float(diffs.mean()), low, high,
+                      float(diffs.std(ddof=1)) if len(diffs) >= 2 else 0.0, len(diffs))
+
+
+def interaction(a: pd.DataFrame, b: pd.DataFrame, column: str, phrasings: tuple[str, str]) -> Paired:
+    """Does A's advantage over B differ between two phrasings? Per question asked both ways, the difference of
+    differences (A - B on the first phrasing) - (A - B on the second); an exact sign test on its signs.
+
+    >>> t = lambda v: pd.DataFrame({"query": ["q1/doc", "q1/ticket", "q2/doc", "q2/ticket"], "rr": v})
+    >>> interaction(t([1.0, 0.0, 1.0, 0.0]), t([0.0, 1.0, 0.0, 1.0]), "rr", ("doc", "ticket"))
+    Paired(wins=2, losses=0, p=0.5)
+    """
+    def split(table: pd.DataFrame, phrasing: str) -> pd.Series:
+        part = table[[str(q).rsplit("/", 1)[-1] == phrasing for q in table["query"]]]
+        return per_question(part, column)
+
+    first = split(a, phrasings[0]) - split(b, phrasings[0])
+    second = split(a, phrasings[1]) - split(b, phrasings[1])
+    both = first.index.intersection(second.index)
+    delta = (first.loc[both] - second.loc[both]).to_numpy(dtype=np.float64)
+    wins, losses = int((delta > 0).sum()), int((delta < 0).sum())
+    return Paired(wins, losses, sign_test(wins, losses))

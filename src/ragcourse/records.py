@@ -17,6 +17,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 #: A questions or queries file larger than this is refused whole (about 100 MB: far more than anyone writes).
 MAX_FILE_BYTES = 100_000_000
@@ -160,3 +161,53 @@ def parse_records(path: str | Path, required: Sequence[str], optional: Sequence[
             first[item["id"]] = number
         records.append((number, item))
     return records, rejected
+
+
+class TrecLine(NamedTuple):
+    """One retrieved item of a TREC run: the query id, the item's id (both URL-unquoted), its rank and score."""
+
+    query: str
+    docno: str
+    rank: int
+    score: float
+    line: int
+
+
+def _trec_line(number: int, text: str | None) -> TrecLine | str:
+    """A TrecLine, or why the line is not `qid Q0 docno rank score tag`."""
+    from urllib.parse import unquote
+
+    if text is None:
+        return "not UTF-8 text (save the file as UTF-8)"
+    parts = text.split()
+    if len(parts) != 6:
+        return f"expected 6 fields (qid Q0 docno rank score tag), got {len(parts)}"
+    try:
+        rank, score = int(parts[3]), float(parts[4])
+    except ValueError:
+        return f"rank {parts[3][:40]!r} and score {parts[4][:40]!r}: expected an integer and a number"
+    if score != score or score in (float("inf"), float("-inf")):
+        return f"score {parts[4][:40]!r}: expected a finite number"
+    return TrecLine(unquote(parts[0]), unquote(parts[2]), rank, score, number)
+
+
+def parse_trec_run(path: str | Path) -> tuple[dict[str, list[TrecLine]], list[Rejected]]:
+    """A TREC run file (`qid Q0 docno rank score tag`, as trec_eval, ir_measures and ranx read it): each query's
+    items best first (score descending, then rank ascending, as trec_eval orders them), a query's repeated docno
+    kept once (its first line), and each bad line rejected with where and why. RecordsError when the file as a
+    whole cannot be read."""
+    path = Path(path)
+    by_query: dict[str, list[TrecLine]] = {}
+    seen: dict[tuple[str, str], int] = {}
+    rejected = []
+    for number, text in lines(file_bytes(path)):
+        item = _trec_line(number, text)
+        if isinstance(item, TrecLine) and (item.query, item.docno) in seen:
+            item = f"{item.docno[:80]!r} repeats for query {item.query[:80]!r} (first on line " \
+                   f"{seen[item.query, item.docno]})"
+        if isinstance(item, str):
+            rejected.append(Rejected(where(path, number), item))
+            continue
+        seen[item.query, item.docno] = number
+        by_query.setdefault(item.query, []).append(item)
+    return {q: sorted(items, key=lambda i: (-i.score, i.rank)) for q, items in by_query.items()}, rejected

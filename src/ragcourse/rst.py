@@ -6,8 +6,16 @@ per line, `## ` for a section (`### ` and deeper for its subsections), fenced co
 ``$$`` math. The course corpus is built with it (`ragcourse.build.corpus`), and a reader's own ``.rst``
 files are read with it (`ragcourse.documents`), so both come out the same way.
 
-Leaves out: images (only captions survive), raw HTML, tables of contents, link-target lists and
-docinfo front matter. Needs docutils; `ragcourse.documents` imports this module only for an ``.rst`` file.
+Sphinx's markup keeps its words though docutils does not know it (`sphinx_markup`, registered for one parse
+only): version notes read "Changed in version 5.3: ...", an API description (`attribute`, `method`,
+`function`, `class`, ...) is its signature then its body, `seealso` is "See also: ...", `glossary`, `hlist`
+and `only` are their bodies, and a role (`:ref:`, `:setting:`, `:class:`...) is its text (a `title <target>`
+its title). A directive neither knows is kept as plain text (its arguments, then its body) and counted
+(`kept_as_text`); only directives with no text in the source (`toctree`, `index`, autodoc's `auto*`) are dropped.
+
+Leaves out: images (only captions survive), raw HTML, tables of contents, link-target lists, docinfo front
+matter and what Sphinx generates at build time (autodoc). Needs docutils; `ragcourse.documents` imports this
+module only for an ``.rst`` file.
 """
 
 from __future__ import annotations
@@ -66,12 +74,143 @@ def _isolated_registries() -> Iterator[None]:
 
 
 def parse(source: str, source_path: str):
-    """Parse reStructuredText into a docutils doctree with the offline, quiet settings."""
+    """Parse reStructuredText into a docutils doctree with the offline, quiet settings (Sphinx's markup kept)."""
     from docutils.core import publish_doctree
 
     settings = dict(DOCUTILS_SETTINGS, warning_stream=io.StringIO())
     with _isolated_registries():
+        sphinx_markup(source)
         return publish_doctree(source, source_path=source_path, settings_overrides=settings)
+
+
+#: Sphinx's version notes: directive -> the words Sphinx writes before the version.
+VERSION_NOTES = {"versionadded": "New in version", "versionchanged": "Changed in version",
+                 "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
+#: Sphinx's API descriptions (any domain: `py:method` is `method`): the signature, then the body.
+DESCRIPTIONS = frozenset({"function", "class", "method", "attribute", "data", "exception", "decorator",
+                          "classmethod", "staticmethod", "property", "describe", "object", "option", "envvar",
+                          "type", "member", "macro", "var", "struct", "enum", "enumerator", "setting"})
+#: Sphinx directives whose body is text under a label, or text as it is.
+LABELLED = {"seealso": "See also", "glossary": "", "hlist": "", "only": "", "centered": "", "tabs": "", "tab": ""}
+#: Sphinx directives with no text of their own in the source (navigation, indexing, build-time generation).
+NO_TEXT = frozenset({"toctree", "index", "highlight", "currentmodule", "module", "default-domain", "literalinclude",
+                     "tabularcolumns", "sectionauthor", "codeauthor", "moduleauthor", "automodule", "autoclass",
+                     "autofunction", "automethod", "autoattribute", "autodata", "autoexception", "autosummary",
+                     "autoproperty", "autodecorator", "program"})
+_DIRECTIVE = re.compile(r"^[ \t]*\.\.[ \t]+([A-Za-z0-9][\w:.+-]*)[ \t]*::", re.M)
+_ROLE = re.compile(r"(?<![\w`\\]):([A-Za-z][\w:.+-]*):`")
+
+
+def _kind(name: str) -> str:
+    """A directive's name without its domain: `_kind("py:method") -> "method"`, `_kind("note") -> "note"`."""
+    return name.rsplit(":", 1)[-1]
+
+
+def sphinx_markup(source: str) -> None:
+    """Register, in docutils' tables, a text role for each role and a keeping directive for each directive
+    `source` names that docutils does not know (call inside `_isolated_registries`: nothing leaks)."""
+    from docutils.parsers.rst import directives, roles
+    from docutils.parsers.rst.languages import en
+
+    named = {n.lower() for n in _ROLE.findall(source)}  # docutils looks names up lower-cased (:RFC: is :rfc:)
+    for name in named - set(roles._role_registry) - set(en.roles) - set(roles._roles):
+        roles.register_local_role(name, _text_role)
+    for name in {n.lower() for n in _DIRECTIVE.findall(source)}:
+        known = name in directives._directive_registry or name in en.directives
+        if name == "class" or not known:
+            directives.register_directive(name, _keeping(name))
+
+
+def role_text(text: str) -> str:
+    """What Sphinx shows for a role's text: the title of `title <target>`, the last part of `~a.b`, no `!`.
+
+    >>> role_text("the broker <broker_url>"), role_text("~celery.app.Celery"), role_text("!x"), role_text("a<b")
+    ('the broker', 'Celery', 'x', 'a<b')
+    """
+    titled = re.fullmatch(r"(?s)(.*?)\s*<[^<>]+>", text)
+    if titled and titled.group(1).strip():
+        return titled.group(1).strip()
+    if text.startswith("~"):
+        return text[1:].rsplit(".", 1)[-1]
+    return text.lstrip("!")
+
+
+def _text_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """A role docutils does not know (`:ref:`, `:setting:`, `:class:`...): its text, as Sphinx shows it."""
+    from docutils import utils
+
+    return [nodes.Text(role_text(utils.unescape(text)))], []
+
+
+class _AnyOption(dict):
+    """An option table that takes every option (a Sphinx directive's `:noindex:`, `:type:`...) as text
+    (never empty: docutils reads options only when a directive has some)."""
+
+    def __init__(self) -> None:
+        super().__init__(noindex=str)
+
+    def __missing__(self, key: str):
+        from docutils.parsers.rst import directives
+
+        return directives.unchanged
+
+
+def _keeping(name: str):
+    """A directive class for `name` that keeps its words: a container carrying the directive's name and its
+    arguments, with its body parsed inside (docutils' own `class` when the argument is a class name)."""
+    from docutils.parsers.rst import Directive
+    from docutils.parsers.rst.directives.misc import Class
+
+    class Keeping(Directive):
+        has_content, final_argument_whitespace = True, True
+        optional_arguments = 0 if _kind(name) in LABELLED else 1  # `.. seealso:: text`: the text is the body
+        option_spec = _AnyOption()
+
+        def run(self):
+            argument = " ".join(self.arguments[0].split()) if self.arguments else ""
+            if name == "class" and re.fullmatch(r"[a-z0-9 _-]+", argument):  # docutils' class directive
+                return Class(name, self.arguments, {}, self.content, self.lineno, self.content_offset,
+                             self.block_text, self.state, self.state_machine).run()
+            if _kind(name) in NO_TEXT:
+                return []
+            node = nodes.container(ragcourse=name)
+            if _kind(name) in VERSION_NOTES:  # the version, then text whose markup is parsed as a paragraph's
+                node["version"], _, argument = argument.partition(" ")
+            if argument:
+                words = [nodes.Text(argument)] if _kind(name) in DESCRIPTIONS else \
+                    self.state.inline_text(argument, self.lineno)[0]
+                node += nodes.paragraph(argument, "", *words)
+            self.state.nested_parse(self.content, self.content_offset, node)
+            return [node]
+
+    return Keeping
+
+
+def kept_as_text(doctree) -> dict[str, int]:
+    """The directives neither docutils nor this module knows, kept as plain text: name -> how many times.
+
+    >>> kept_as_text(parse(".. tabset:: x\\n\\n   Body.\\n\\n.. note:: Known.\\n\\n.. seealso:: Too.\\n", "t.rst"))
+    {'tabset': 1}
+    """
+    from collections import Counter
+
+    names = [n["ragcourse"] for n in doctree.findall(nodes.container) if n.get("ragcourse")]
+    return dict(sorted(Counter(n for n in names if not _known(n)).items()))
+
+
+def _known(name: str) -> bool:
+    kind = _kind(name)
+    return kind in VERSION_NOTES or kind in DESCRIPTIONS or kind in LABELLED or kind in NO_TEXT
+
+
+def _kept(node) -> list[str]:
+    """A kept directive as Markdown blocks: a version note, a description, a labelled body or plain text."""
+    kind = _kind(node["ragcourse"])
+    if kind in VERSION_NOTES:
+        return _labelled(f"{VERSION_NOTES[kind]} {node['version']}".strip(), node, colon=bool(node.children))
+    if LABELLED.get(kind):
+        return _labelled(LABELLED[kind], node)
+    return blocks(node)
 
 
 # One small renderer per node family. Block renderers return a list of Markdown blocks (joined
@@ -361,6 +500,7 @@ def _block_table() -> tuple[tuple[type, Callable[[nodes.Node], list[str]]], ...]
     (nodes.footnote | nodes.citation, _footnote),
     (nodes.figure, blocks),  # the image is dropped; caption and legend stay as paragraphs
     (nodes.table, _table),
+    (nodes.container, lambda n: _kept(n) if n.get("ragcourse") else blocks(n)),
     )
 
 

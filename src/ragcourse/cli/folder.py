@@ -17,43 +17,102 @@ Leaves out: OCR, Office formats, and following symbolic links out of the folder.
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..chunking import paragraph_spans, sentence_spans
 from ..corpus import Document, collapse
-from ..documents import MAX_BYTES, ExtractionError, Failure, read_document, walk
+from ..documents import MAX_BYTES, NO_TEXT_REASONS, ExtractionError, Failure, read_document, read_file, walk
 from ..groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle
 from ..records import RecordsError, Rejected, parse_records, where
 
-__all__ = ["Failure", "FolderCorpus", "read_folder", "read_document", "check_folder_questions", "load_folder_questions"]
+__all__ = ["Failure", "FolderCorpus", "read_folder", "read_document", "readable_part", "check_folder_questions",
+           "load_folder_questions"]
 
 
 @dataclass(frozen=True)
 class FolderCorpus:
-    """A folder read as a corpus: its documents (sorted by path), the files that failed, the non-documents."""
+    """A folder read as a corpus: its documents (sorted by path), the files that failed or hold no text
+    (`Failure.no_text` tells them apart), the non-documents, and each (path, directive, count) kept as text."""
 
     documents: tuple[Document, ...]
     failed: tuple[Failure, ...]
     skipped: tuple[str, ...] = ()
+    kept_as_text: tuple[tuple[str, str, int], ...] = ()
+    excluded: tuple[str, ...] = ()  # paths an --exclude glob matched: never read
+    root: str = ""  # the folder read, for `source_position`
 
 
-def read_folder(folder: str | Path, max_bytes: int = MAX_BYTES, exclude: tuple[Path, ...] = ()) -> FolderCorpus:
+def excluded_by(path: str, globs: Sequence[str]) -> bool:
+    """Whether a "/"-separated relative path matches a glob (`fnmatch`: `*` may cross folders; a leading `**/`
+    also matches at the top), or lies in a folder that does.
+
+    >>> [excluded_by(p, ["api/*", "**/_build/**", "*.txt"]) for p in ("api/a.rst", "x/_build/b.rst", "c.txt",
+    ...                                                                "api/sub/d.rst", "e.rst")]
+    [True, True, True, True, False]
+    """
+    parts = PurePosixPath(path).parts
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return any(fnmatch.fnmatchcase(prefix, pattern) for glob in globs for pattern in (glob, glob.removeprefix("**/"))
+               for prefix in prefixes)
+
+
+def read_folder(folder: str | Path, max_bytes: int = MAX_BYTES, exclude: tuple[Path, ...] = (),
+                globs: Sequence[str] = ()) -> FolderCorpus:
     """Every document under `folder` (recursively, sorted by path) as a Document or a Failure; `exclude`:
-    folders not entered (an output folder)."""
+    folders not entered (an output folder); `globs`: paths never read (`--exclude`), listed as excluded."""
     root = Path(folder)
     if not root.is_dir():
         raise ValueError(f"DOCS_DIR {str(root)!r} is not a directory")
     found = walk(root, exclude)
-    documents, failed = [], list(found.problems)
-    for doc_id in found.files:
+    out = [p for p in (*found.files, *found.skipped, *(f.path for f in found.problems)) if excluded_by(p, globs)]
+    documents, failed, kept = [], [f for f in found.problems if f.path not in out], []
+    for doc_id in (f for f in found.files if f not in out):
         try:
-            documents.append(read_document(root / doc_id, doc_id, max_bytes))
+            read = read_file(root / doc_id, doc_id, max_bytes)
         except ExtractionError as err:
             failed.append(Failure(doc_id, str(err)))
+            continue
+        documents.append(read.document)
+        kept += [(doc_id, name, count) for name, count in read.kept_as_text.items()]
     failed.sort(key=lambda f: Path(f.path).parts)
-    return FolderCorpus(tuple(documents), tuple(failed), found.skipped)
+    return FolderCorpus(tuple(documents), tuple(failed), tuple(p for p in found.skipped if p not in out),
+                        tuple(kept), tuple(sorted(out)), str(root))
+
+
+def readable_part(corpus: FolderCorpus, allowed: frozenset[str]) -> FolderCorpus:
+    """The folder as one reader sees it (chapter 11's pre-filter, applied to the whole tool): only the documents,
+    failed files and other files whose paths are in `allowed`; nothing else is ever read, counted or named.
+
+    >>> part = readable_part(FolderCorpus((), (Failure("hr/a.pdf", "not a PDF"),), ("hr/b.png",)), frozenset())
+    >>> part.failed, part.skipped
+    ((), ())
+    """
+    return FolderCorpus(tuple(d for d in corpus.documents if d.id in allowed),
+                        tuple(f for f in corpus.failed if f.path in allowed),
+                        tuple(s for s in corpus.skipped if s in allowed),
+                        tuple(k for k in corpus.kept_as_text if k[0] in allowed),
+                        tuple(p for p in corpus.excluded if p in allowed), corpus.root)
+
+
+def source_position(source: str, passage: str, words: int = 8) -> tuple[int, int] | None:
+    """(line, column), from 1, of a passage of extracted text in its source file: where its first `words` words
+    occur in that order with only markup or spaces between them; None when they do not (a table, a PDF).
+
+    >>> source_position("Title\\n=====\\n\\nSee :ref:`the guide <g>` first.\\n", "See the guide first.")
+    (4, 1)
+    """
+    found = re.findall(r"\w+", passage)[:words]
+    if not found:
+        return None
+    match = re.search(r"\b" + r"\W+(?:\w+\W+){0,2}?".join(map(re.escape, found)), source)
+    if match is None:
+        return None
+    line = source.count("\n", 0, match.start()) + 1
+    return line, match.start() - (source.rfind("\n", 0, match.start()) + 1) + 1
 
 
 def export_corpus(documents: Sequence[Document], dest: str | Path) -> list[Path]:
@@ -85,7 +144,7 @@ def _blank_questions(path: Path, records: list[tuple[int, dict]]) -> None:
 
 
 #: A rejected line's reason is cut to this many characters (a 1 MB needle is not repeated on the terminal).
-REASON_CHARS = 300
+REASON_CHARS = 600
 #: More questions than this are refused whole, before any work: each is embedded once and ranked in every run.
 MAX_QUESTIONS = 10_000
 
@@ -100,17 +159,19 @@ class CheckedQuestions:
 
 @dataclass(frozen=True)
 class _Folder:
-    """What every question is checked against, computed once: collapsed texts and titles, failed files."""
+    """What every question is checked against, computed once: collapsed texts and titles, failed files, and
+    the reader (`--user`) when the folder is what one reader may read (then nothing else is ever named)."""
 
     documents: tuple[Document, ...]
     texts: dict[str, str]
     titles: dict[str, str]
     failed: dict[str, str]
+    reader: str | None = None
 
     @classmethod
-    def of(cls, documents: Sequence[Document], failed: Sequence[Failure]) -> _Folder:
+    def of(cls, documents: Sequence[Document], failed: Sequence[Failure], reader: str | None = None) -> _Folder:
         return cls(tuple(documents), {d.id: collapse(d.text) for d in documents},
-                   {d.id: collapse(d.title) for d in documents}, {f.path: f.reason for f in failed})
+                   {d.id: collapse(d.title) for d in documents}, {f.path: f.reason for f in failed}, reader)
 
 
 def doc_id(path: str) -> str:
@@ -126,6 +187,8 @@ def _unknown_doc(doc: str, folder: _Folder) -> str:
     """Why `doc` names no document of the folder: it failed to read, or it is not there (a close name offered)."""
     import difflib
 
+    if folder.reader is not None and doc not in folder.texts:  # never says whether an unreadable file exists
+        return f"not readable by {folder.reader}"
     if doc in folder.failed:
         return f"document {doc!r} could not be read ({folder.failed[doc]}): its question cannot be measured"
     near = difflib.get_close_matches(doc, list(folder.texts), n=1, cutoff=0.8)
@@ -153,16 +216,68 @@ def _folder_question(r: dict, folder: _Folder) -> Question:
     try:
         check_needle(question, list(folder.documents), collapsed=folder.texts)
     except GroundTruthError as err:
-        unread = len(folder.failed) if "needle not found" in str(err) else 0
-        raise GroundTruthError(str(err) + (f" ({unread} file(s) could not be read: it may be in one of them)"
-                                           if unread else "")) from None
+        if folder.reader is not None and "needle not found" in str(err):  # the needle is not echoed either
+            raise GroundTruthError(f"{r['id']}: not readable by {folder.reader}: the needle is in no document "
+                                   f"{folder.reader} may read") from None
+        if "needle not found" not in str(err):
+            raise
+        raise GroundTruthError(f"{r['id']}: {not_found(needle, folder)}") from None
     return question
 
 
-def check_folder_questions(path: str | Path, documents: Sequence[Document],
-                           failed: Sequence[Failure] = ()) -> CheckedQuestions:
+#: How much of a needle, and of the passage nearest to it, a message shows.
+SHOWN_CHARS = 120
+_MARKUP = re.compile(r":[\w:.+-]+:`|``|`[^`]+`_|\*\*?\w|^\.\. |\|\w+\|", re.M)
+
+
+def not_found(needle: str, folder: _Folder) -> str:
+    """Why a needle matched nothing, and what to do: the extracted text is what is searched; its markup,
+    if it carries some, as reading leaves it; the nearest passage (most words shared); files that failed."""
+    unread = sum(1 for reason in folder.failed.values() if not reason.startswith(NO_TEXT_REASONS))
+    message = f"needle not found in the corpus: {shorten(needle, SHOWN_CHARS)!r}" + (
+        f" ({unread} file(s) could not be read: it may be in one of them)" if unread else "")
+    if _MARKUP.search(needle):
+        plain = _as_read(needle)
+        found = plain and any(plain in text for text in folder.texts.values())
+        message += (f"; it carries reStructuredText markup, which reading strips: as read it is {plain!r}"
+                    + (", which the folder holds: use that" if found else ""))
+    near = nearest_passage(needle, folder.texts)
+    if near is not None:
+        message += f"; nearest passage of the extracted text ({near[0]}): {shorten(near[1], SHOWN_CHARS)!r}"
+    return message + ". Needles are matched against the text as read (`ragcourse chunk FILE` prints it)"
+
+
+def _as_read(needle: str) -> str:
+    """A needle with reStructuredText markup as the reader leaves it: `_as_read(":setting:`x` is y") -> "x is y"`."""
+    from ..rst import parse, render_document
+
+    try:
+        return collapse(render_document(parse(needle, "needle.rst"))[1])
+    except Exception:  # a needle docutils cannot parse: no advice rather than none at all
+        return ""
+
+
+def nearest_passage(needle: str, texts: dict[str, str]) -> tuple[str, str] | None:
+    """(document, sentence) of the collapsed `texts` sharing most words with `needle` (ties: first), or None.
+
+    >>> nearest_passage("pitch a tent on ground", {"a.md": "Boil water. Pitch the tent on flat ground."})
+    ('a.md', 'Pitch the tent on flat ground.')
+    """
+    wanted = set(re.findall(r"\w+", needle.lower()))
+    best, score = None, 0
+    for doc, text in texts.items():
+        for sentence in re.split(r"(?<=[.!?])\s+", text):
+            shared = len(wanted & set(re.findall(r"\w+", sentence.lower())))
+            if shared > score:
+                best, score = (doc, sentence), shared
+    return best
+
+
+def check_folder_questions(path: str | Path, documents: Sequence[Document], failed: Sequence[Failure] = (),
+                           reader: str | None = None) -> CheckedQuestions:
     """Every line of a questions file as a Question or a `Rejected` (file:line, why): one bad line costs only
-    itself. GroundTruthError only when the file as a whole cannot be used (unreadable, an unfilled template)."""
+    itself. GroundTruthError only when the file as a whole cannot be used (unreadable, an unfilled template).
+    With `reader`, `documents` are all that reader may read: a line about anything else is only "not readable"."""
     path = Path(path)
     if not documents:
         raise GroundTruthError(f"{path}: the folder has no readable documents to check needles against")
@@ -175,7 +290,7 @@ def check_folder_questions(path: str | Path, documents: Sequence[Document],
                                "is embedded and ranked in every run): sample or split the file")
     if records and not any(r.get("question", "").strip() for _, r in records):
         _blank_questions(path, records)  # an unfilled template: say so once, not line by line
-    folder, questions = _Folder.of(documents, failed), []
+    folder, questions = _Folder.of(documents, failed, reader), []
     for number, record in records:
         try:
             questions.append(_folder_question(record, folder))

@@ -261,15 +261,20 @@ def _reranker_factory(cache: Path):
 
 
 def _readable_folder(corpus, args: argparse.Namespace):
-    """The folder as `--user` may read it (chapter 11's pre-filter: nothing else is indexed); all of it without."""
+    """The folder as `--user` may read it (chapter 11's pre-filter, for every output: nothing else is indexed,
+    checked against, counted or named, and an unknown user's error names that user only); all of it without."""
     if args.user is None and args.permissions is None:
         return corpus
     if args.user is None or args.permissions is None:
         raise ValueError("--user and --permissions go together: whose view, and who may read what")
-    import dataclasses
+    from ..documents import printable
+    from ..permissions import load_access
+    from .folder import readable_part
 
-    allowed = _allowed(Path(args.permissions), args.user, [d.id for d in corpus.documents])
-    return dataclasses.replace(corpus, documents=tuple(d for d in corpus.documents if d.id in allowed))
+    access = load_access(Path(args.permissions))
+    if args.user not in access.users:
+        raise ValueError(f"--user '{printable(args.user)}' is not in the permissions file {args.permissions}")
+    return readable_part(corpus, access.readable(access.users[args.user]))
 
 
 #: How many left-out lines stderr names one by one (the report lists them all).
@@ -278,32 +283,48 @@ SHOWN_LEFT_OUT = 20
 
 def _tell_left_out(rejected) -> None:
     """Each left-out line on stderr, the first SHOWN_LEFT_OUT of them; the rest counted."""
+    from ..documents import printable
+
     for item in rejected[:SHOWN_LEFT_OUT]:
-        print(f"ragcourse eval: left out {item}", file=sys.stderr)
+        print(f"ragcourse eval: left out {printable(str(item))}", file=sys.stderr)
     if len(rejected) > SHOWN_LEFT_OUT:
         print(f"ragcourse eval: ... and {len(rejected) - SHOWN_LEFT_OUT} more line(s) left out, each listed in "
               "report.html and results.json", file=sys.stderr)
 
 
-def _checked_questions(args: argparse.Namespace, whole, readable: set[str]):
-    """The questions file checked line by line: each bad line named on stderr and left out, the rest kept;
-    ValueError when none is left to measure."""
-    from .folder import CheckedQuestions, check_folder_questions
+def _checked_questions(args: argparse.Namespace, corpus):
+    """The questions file checked line by line against what is measured (with --user, what that user may read):
+    each bad line named on stderr and left out, the rest kept; ValueError when none is left to measure."""
+    from .folder import check_folder_questions
 
-    checked = check_folder_questions(args.questions, whole.documents, whole.failed)
+    checked = check_folder_questions(args.questions, corpus.documents, corpus.failed, reader=args.user)
     _tell_left_out(checked.rejected)
     if not checked.questions:
         raise ValueError(f"no question of {args.questions} can be measured: {len(checked.rejected)} line(s) "
                          "left out, each named above")
-    if len(readable) < len(whole.documents):
-        kept = tuple(q for q in checked.questions if q.doc in readable)
-        print(f"{len(checked.questions) - len(kept)} question(s) are about documents {args.user} may not read: "
-              "left out", file=sys.stderr)
-        checked = CheckedQuestions(kept, checked.rejected)
     if len(checked.questions) < 2:
         raise ValueError(f"{len(checked.questions)} question of {args.questions} can be measured: intervals over "
                          "questions need at least 2")
     return checked
+
+
+def _run_files(paths: list[str]) -> tuple[list[tuple[str, dict]], tuple]:
+    """Each --run file parsed (`records.parse_trec_run`): (path, items) and every bad line; ValueError for a file
+    that cannot be read at all or two files of the same name (their runs would share a label)."""
+    from ..records import RecordsError, parse_trec_run
+
+    stems = [Path(p).stem for p in paths]
+    if len(set(stems)) < len(stems):
+        raise ValueError(f"--run files {paths} share a name: each run is labelled run/NAME; rename one")
+    parsed, bad = [], []
+    for path in paths:
+        try:
+            items, rejected = parse_trec_run(path)
+        except RecordsError as err:
+            raise ValueError(str(err)) from None
+        parsed.append((path, items))
+        bad += rejected
+    return parsed, tuple(bad)
 
 
 def _refuse_empty(corpus, docs_dir: str) -> None:
@@ -315,28 +336,35 @@ def _refuse_empty(corpus, docs_dir: str) -> None:
 
 def _eval(args: argparse.Namespace) -> int:
     from .. import dense
+    from ..records import Rejected
     from . import report
     from .folder import CheckedQuestions, load_folder_out_of_domain, read_folder
     from .runs import Settings, label_of, measure
 
-    whole = read_folder(Path(args.docs_dir), max_bytes=args.max_bytes)
-    corpus = _readable_folder(whole, args)
+    corpus = _readable_folder(read_folder(Path(args.docs_dir), max_bytes=args.max_bytes, globs=args.exclude), args)
     _refuse_empty(corpus, args.docs_dir)
-    checked = _checked_questions(args, whole, {d.id for d in corpus.documents})
+    checked = _checked_questions(args, corpus)
     ood, left_out = load_folder_out_of_domain(args.out_of_domain) if args.out_of_domain else ([], ())
     _tell_left_out(left_out)
     checked = CheckedQuestions(checked.questions, checked.rejected + left_out)
+    run_files, bad_lines = _run_files(args.run_files or [])
+    _tell_left_out(bad_lines)
     labels = [label_of(s, m, r) for s in args.strategies for m in args.methods for r in (False, True)[:1 + args.rerank]]
+    labels += [label_of("run", Path(name).stem, False) for name, _ in run_files]
     if args.baseline is not None and args.baseline not in labels:
         raise ValueError(f"--baseline {args.baseline!r} is not one of this command's runs: {labels}")
     cache = _cache(args, args.docs_dir)
     out = report.prepare_out(args.out, args.docs_dir)  # refused before any work, if it could lose a file
     settings = Settings(tuple(args.strategies), tuple(args.methods), args.rerank, tuple(args.k), args.baseline,
-                        _reranker_factory(cache))
+                        _reranker_factory(cache), tuple(run_files))
     progress = _Progress()
     results, runs = measure(corpus, checked.questions, ood, settings, dense.load_embedder(cache / "embeddings"),
                             progress=progress, bar=progress.on)  # a bar on a terminal only
     progress.done()
+    unresolved = results.pop("left_out")
+    _tell_left_out([Rejected(r["where"], r["reason"]) for r in unresolved])
+    checked = CheckedQuestions(checked.questions, checked.rejected + bad_lines + tuple(
+        Rejected(r["where"], r["reason"]) for r in unresolved))
     results = {"corpus": results.pop("corpus"), "questions": report.questions_entry(checked), **results}
     written = report.write(results, runs, out)
     _print_outcome(results, corpus, checked.questions, written, cache)
@@ -366,11 +394,18 @@ def _print_outcome(results: dict, corpus, questions, written: list[Path], cache:
     from . import report
 
     c, left_out = results["corpus"], results["questions"]["rejected"]
-    print(f"{c['documents']} documents read, {len(c['failed'])} failed; {len(questions)} questions measured"
+    print(f"{c['documents']} documents read, {len(c['failed'])} failed, {len(c['no_text'])} with no text; "
+          f"{len(questions)} questions measured"
           + (f", {len(left_out)} left out (named above and in the report)" if left_out else "")
           + f"; {len(results['runs'])} runs")
     for failure in c["failed"]:
-        print(f"  FAILED {report.printable(failure['path'])}: {failure['reason']}")
+        print(f"  FAILED {report.printable(failure['path'])}: {report.printable(failure['reason'])}")
+    if c["no_text"]:
+        print(f"  {len(c['no_text'])} file(s) hold no text (empty, or markup only, such as autodoc stubs): "
+              "listed in the report")
+    if c["kept_as_text"]:
+        print(f"  {sum(k['count'] for k in c['kept_as_text'])} directive(s) this reader does not know were kept "
+              f"as plain text, in {len({k['path'] for k in c['kept_as_text']})} file(s): listed in the report")
     if any(f["reason"].startswith("too large") for f in c["failed"]):
         print("  (a larger file is read with --max-bytes N)")
     if c["skipped"]:
@@ -380,8 +415,8 @@ def _print_outcome(results: dict, corpus, questions, written: list[Path], cache:
     print()
     for line in report.missed_lines(results):
         print(line)
-    print(f"wrote {len(written)} files to {written[0].parent} (report.html, results.json, a CSV and a TREC run "
-          f"per run); embeddings cached in {cache}")
+    print(f"wrote {len(written)} files to {report.printable(str(written[0].parent))} (report.html, results.json, "
+          f"a CSV and a TREC run per run); embeddings cached in {report.printable(str(cache))}")
 
 
 def _needles(args: argparse.Namespace) -> int:
@@ -395,7 +430,8 @@ def _needles(args: argparse.Namespace) -> int:
     print(f"{len(records)} candidate needle(s). Blank in every record: 'question' (required: write the question the "
           "needle answers, as your documentation would phrase it) and 'ticket' (optional: as a user would ask it; "
           "leave it blank or delete it). Delete the records you cannot write a question for; "
-          "`ragcourse eval` then accepts the file.", file=sys.stderr)
+          "`ragcourse eval` then accepts the file. A needle is matched against the text as read (markup stripped, "
+          "roles reduced to their text), which `ragcourse chunk FILE` prints.", file=sys.stderr)
     return 0
 
 
@@ -442,10 +478,17 @@ def _folder_commands(sub) -> None:
 
 
 def _eval_options(v) -> None:
-    """`eval`'s cut-offs, baseline, cache and output folder."""
+    """`eval`'s exclusions, cut-offs, run files, baseline, cache and output folder."""
+    v.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="a path relative to DOCS_DIR (or a folder) never read, e.g. 'api/*' or '**/_build'; "
+                        "repeatable; what it leaves out is listed in the report")
     v.add_argument("--k", type=_ks, default=[1, 4, 8, 20], metavar="K,K,...",
                    help="cut-offs for recall@k and nDCG@k (default 1,4,8,20); the largest is where a question "
                         "counts as missed")
+    v.add_argument("--run", action="append", default=None, metavar="RUN.trec", dest="run_files",
+                   help="another system's TREC run (qid Q0 docno rank score tag; qids as in the qrels eval writes, "
+                        "docnos chunk ids of the first strategy, or DOC#char=START,END passages of a document's "
+                        "text), scored on the same needles and tested against every run as run/NAME; repeatable")
     v.add_argument("--baseline", default=None, metavar="RUN",
                    help="the run the paired tests compare against, e.g. E/bm25 or E/hybrid+rerank (default: "
                         "the first run); each reranked run is also tested against its own first stage")
@@ -478,7 +521,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"ragcourse {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("chunk", help="chunk a document (.md .rst .txt .html .pdf) as index and eval read it; "
-                                     "print JSON lines")
+                                     "print JSON lines (their text is what needles are matched against)")
     c.add_argument("file")
     c.add_argument("--title", default=None)
     s = sub.add_parser("search", help="search the course corpus")

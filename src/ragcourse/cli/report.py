@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from ..documents import printable
-from ..evaluation import Paired, verdict, with_interval
+from ..evaluation import KS, Paired, questions_needed, verdict, with_interval
 from .folder import shorten
-from .runs import CUTS, DEFAULT_KS, EXCERPT, Run, measure  # noqa: F401  (measure and CUTS: re-exported for callers)
+from .runs import EXCERPT, Run
 
 RESULTS, REPORT, MARKER = "results.json", "report.html", ".ragcourse-eval"
 MISSED_SHOWN = 50
@@ -132,7 +132,8 @@ def write(results: dict, runs: Sequence[Run], out: str | Path) -> list[Path]:
     files = {RESULTS: json.dumps(results, ensure_ascii=False, indent=1) + "\n", REPORT: render(results)}
     for run in runs:
         files[f"run-{slug(run.label)}.trec"] = trec_run(run)
-        files.setdefault(f"qrels-{run.strategy}.trec", trec_qrels(run))
+        if run.strategy != "run":  # a run file's qrels would be its own chunks', not a strategy's
+            files.setdefault(f"qrels-{run.strategy}.trec", trec_qrels(run))
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
     for run in runs:
@@ -153,9 +154,14 @@ def summary(results: dict) -> str:
         row = {"run": run["label"]} | {f"R@{k}": f"{run['recall'][str(k)]:.3f}" for k in ks}
         row |= {f"nDCG@{ks[-1]}": f"{run['ndcg'][str(ks[-1])]:.3f}", "MRR": f"{run['mrr']:.3f}"}
         row |= {f"MRR {p}": f"{f['mrr']:.3f}" for p, f in run["by_phrasing"].items()}
-        row |= {f"missed@{ks[-1]}": len(missed(run, ks[-1])), "ms/query": f"{run['latency_ms']['median']:.2f}"}
+        row |= {f"missed@{ks[-1]}": len(missed(run, ks[-1])), "ms/query": _ms(run)}
         rows.append(row)
     return pd.DataFrame(rows).to_string(index=False)
+
+
+def _ms(run: dict) -> str:
+    """The median time to rank one query, or "—" for a run file's run (its time was not measured here)."""
+    return "—" if run["latency_ms"] is None else f"{run['latency_ms']['median']:.2f}"
 
 
 def questions_entry(checked) -> dict:
@@ -263,14 +269,27 @@ def _runs_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
         row = {"run": run["label"], "queries": run["queries"]}
         row |= {f"R@{k}": with_interval(run["recall"][str(k)], *run["recall_interval"][str(k)]) for k in ks}
         row |= {f"nDCG@{ks[-1]}": f"{run['ndcg'][str(ks[-1])]:.3f}", "MRR": f"{run['mrr']:.3f}",
-                "ms/query": f"{run['latency_ms']['median']:.2f}", "answers destroyed": len(run["answers_destroyed"])}
+                "ms/query": _ms(run), "answers destroyed": len(run["answers_destroyed"])}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _document_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
+    """Document-level recall@k (any chunk of the needle's document within k) beside the chunk-level one."""
+    rows = []
+    for run in runs:
+        row = {"run": run["label"]}
+        for k in ks:
+            row[f"doc R@{k}"] = with_interval(run["doc_recall"][str(k)], *run["doc_recall_interval"][str(k)])
+            row[f"chunk R@{k}"] = f"{run['recall'][str(k)]:.3f}"
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def _phrasing_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
     rows = [{"run": run["label"], "phrasing": p, "queries": f["queries"]}
-            | {f"R@{k}": f"{f['recall'][str(k)]:.3f}" for k in ks}
+            | {f"R@{k}": with_interval(f["recall"][str(k)], *(f.get("recall_interval", {}).get(str(k)) or (None,) * 2))
+               for k in ks}
             | {f"nDCG@{ks[-1]}": f"{f['ndcg'][str(ks[-1])]:.3f}", "MRR": f"{f['mrr']:.3f}",
                f"missed@{ks[-1]}": sum(1 for d in missed(run, ks[-1]) if d["phrasing"] == p)}
             for run in runs for p, f in run["by_phrasing"].items()]
@@ -282,11 +301,21 @@ def _missed_table(run: dict, k: int) -> pd.DataFrame:
     for d in missed(run, k)[:MISSED_SHOWN]:
         first = d["first"] or {}
         rows.append({"rank": "none holds it" if d["rank"] is None else d["rank"], "query": d["query"],
-                     "asked": shorten(d["text"], EXCERPT),
-                     "needle in": (d["needle_chunk"] or {}).get("locator", d["doc"]),
-                     "ranked first instead": first.get("locator", ""), "section": first.get("section", ""),
+                     "asked": shorten(d["text"], EXCERPT), "needle in": _where(d["needle_chunk"]) or d["doc"],
+                     "ranked first instead": _where(first), "section": first.get("section", ""),
                      "its text": first.get("excerpt", "")})
     return pd.DataFrame(rows)
+
+
+def _where(chunk: dict | None) -> str:
+    """A chunk's place: its source file's line:column when found there, beside its offsets in the extracted text.
+
+    >>> _where({"locator": "a.rst#char=0,9", "source": "a.rst:4:1"}), _where({"locator": "a.md#char=0,9"})
+    ('a.rst:4:1 (a.rst#char=0,9)', 'a.md#char=0,9')
+    """
+    if not chunk:
+        return ""
+    return f"{chunk['source']} ({chunk['locator']})" if chunk.get("source") else chunk["locator"]
 
 
 def _missed_section(runs: Sequence[dict], k: int) -> list[str]:
@@ -297,6 +326,102 @@ def _missed_section(runs: Sequence[dict], k: int) -> list[str]:
         rows = missed(run, k)
         parts.append(f"<h3>{html.escape(run['label'])}: {len(rows)} of {run['queries']} missed</h3>")
         parts.append(_table(_missed_table(run, k)) if rows else "<p>None.</p>")
+    return parts
+
+
+ALPHA = 0.05
+#: How a phrasing is named in a sentence.
+SPLIT_NAMES = {"all": "Over all questions", "doc": "Asked as the documentation would", "ticket": "Asked as tickets"}
+
+
+def _metric_value(run: dict, split: str, metric: str, ks: Sequence[int]) -> float:
+    figures = run if split == "all" else run["by_phrasing"][split]
+    return figures["mrr"] if metric == "MRR" else figures["recall"][metric.removeprefix("R@")]
+
+
+def _pick(results: dict, split: str, metric: str = "MRR") -> str:
+    """One sentence for one split: the run to pick, by how much and how sure; or that the data cannot decide,
+    and about how many questions would (`evaluation.questions_needed`, 80 % power at 0.05)."""
+    runs, where = results["runs"], SPLIT_NAMES.get(split, f"Asked as {split}")
+    best = max(runs, key=lambda r: _metric_value(r, split, metric, results["ks"]))["label"]
+    against = [e for e in results["splits"] if e["split"] == split and e["metric"] == metric and best in (e["a"],
+                                                                                                       e["b"])]
+    value = _metric_value(next(r for r in runs if r["label"] == best), split, metric, results["ks"])
+    if all(e["a"] == best and e["p_holm"] < ALPHA for e in against):
+        e = min(against, key=lambda e: e["difference"])
+        return (f"{where}: pick {best} (" + metric + f" {value:.3f}). It beats every other run; the closest, "
+                f"{e['b']}, by {e['difference']:.3f} (95 % interval {e['low']:.3f} to {e['high']:.3f}; "
+                f"{e['wins']} questions better, {e['losses']} worse; Holm-adjusted p = {e['p_holm']:.4f}).")
+    e = max((e for e in against if e["p_holm"] >= ALPHA or e["a"] != best), key=lambda e: e["p_holm"])
+    other = e["b"] if e["a"] == best else e["a"]
+    needed = questions_needed(e["sd"], abs(e["difference"])) if e["difference"] and e["sd"] > 0 else None
+    family = sum(1 for x in results["splits"] if x["split"] == split and x["metric"] == metric)
+    need = ("no difference was measured at all" if needed is None else
+            f"about {needed} questions would detect a difference this large (80 % power at 0.05), against "
+            f"{e['questions']} now" if needed > e["questions"] else
+            f"a difference this large is within reach of {e['questions']} questions, but not once Holm's correction "
+            f"counts the {family} pairs tested; fewer runs, or more questions, would settle it")
+    shown = f"{e['difference']:.3f}" + ("" if e["low"] is None else f", 95 % interval {e['low']:.3f} to "
+                                                                     f"{e['high']:.3f}")
+    return (f"{where}: the data cannot decide between {best} and {other} on {metric} (difference {shown}; "
+            f"{e['wins']} questions one way, {e['losses']} the other; Holm-adjusted p = {e['p_holm']:.4f}); {need}.")
+
+
+def decision(results: dict) -> list[str]:
+    """The sentences the report opens on: per split (all questions, then each phrasing), the run to pick on MRR,
+    or that the data cannot decide; the phrasings' disagreement; each reranker that costs a phrasing a quarter
+    of its MRR or more."""
+    runs = results["runs"]
+    if len(runs) < 2:
+        return [f"Only one run ({runs[0]['label']}): nothing to choose between."]
+    splits = ["all", *runs[0]["by_phrasing"]]
+    out = [_pick(results, split) for split in splits]
+    opposite = [h for h in results.get("heterogeneity", []) if h["metric"] == "MRR" and (h["opposite"] or
+                                                                                         h["p"] < ALPHA)]
+    if opposite:
+        h = min(opposite, key=lambda h: h["p"])
+        shown = ", ".join(f"{p} {d:+.3f}" for p, d in h["difference"].items())
+        out.append(f"The phrasings disagree: {h['a']} against {h['b']} on MRR is {shown} (interaction sign test "
+                   f"{h['wins']}–{h['losses']}, p = {h['p']:.4f}); read each phrasing's line, not the pooled one.")
+    by_label = {r["label"]: r for r in runs}
+    for run in runs:
+        first = by_label.get(run["label"].removesuffix("+rerank")) if run["rerank"] else None
+        for split in (splits if first else []):
+            before, after = (_metric_value(r, split, "MRR", results["ks"]) for r in (first, run))
+            if after <= 0.75 * before:
+                out.append(f"Reranking lowers {first['label']}'s MRR {SPLIT_NAMES.get(split, split).lower()} "
+                           f"from {before:.3f} to {after:.3f}.")
+    return out
+
+
+def _splits_table(splits: Sequence[dict], metrics: Sequence[str]) -> pd.DataFrame:
+    rows = [{"split": e["split"], "metric": e["metric"], "A": e["a"], "B": e["b"],
+             "A − B [95 %]": with_interval(e["difference"], e["low"], e["high"]),
+             "wins–losses": f"{e['wins']}–{e['losses']}", "p": f"{e['p']:.4f}", "p (Holm)": f"{e['p_holm']:.4f}"}
+            for e in splits if e["metric"] in metrics]
+    return pd.DataFrame(rows)
+
+
+def _heterogeneity_table(rows: Sequence[dict]) -> pd.DataFrame:
+    return pd.DataFrame([{"A": h["a"], "B": h["b"], "metric": h["metric"]}
+                         | {f"A − B, {p}": f"{d:+.3f}" for p, d in h["difference"].items()}
+                         | {"opposite signs": "yes" if h["opposite"] else "", "interaction": f"{h['wins']}–"
+                            f"{h['losses']}, p = {h['p']:.4f}"} for h in rows])
+
+
+def _splits_section(results: dict) -> list[str]:
+    ks, splits = results["ks"], results.get("splits", [])
+    if not splits:
+        return []
+    parts = ["<h2 id='splits'>Every pair, every phrasing</h2><p class='note'>Each pair of runs over all questions "
+             f"and per phrasing, on MRR and R@{ks[-1]}: the mean per-question difference (A the higher) with its "
+             "95 % t interval, wins and losses, the exact sign test's p, and Holm's adjusted p across the pairs of "
+             f"one split and metric. Every R@k is in results.json.</p>",
+             _table(_splits_table(splits, ("MRR", f"R@{ks[-1]}")))]
+    if results.get("heterogeneity"):
+        parts += ["<h3 id='heterogeneity'>Do the phrasings disagree?</h3><p class='note'>Per pair, each phrasing's "
+                  "mean difference, and a sign test of the method × phrasing interaction over the questions asked "
+                  "both ways.</p>", _table(_heterogeneity_table(results["heterogeneity"]))]
     return parts
 
 
@@ -317,9 +442,11 @@ def _destroyed_table(runs: Sequence[dict]) -> pd.DataFrame:
 
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}th,td{padding:.25em .6em;
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}td,th{overflow-wrap:anywhere}th,td{padding:.25em .6em;
 border-bottom:1px solid #ddd;text-align:left;vertical-align:top}th{background:#f4f4f4}h2{margin-top:1.6em}
-.note{color:#555;font-size:.9em}img{max-width:100%;height:auto}.scroll{overflow-x:auto;max-width:100%}
+.note{color:#555;font-size:.9em}
+.verdict{background:#f4f8ff;border-left:4px solid #36c;padding:.2em 1em}
+img{max-width:100%;height:auto}.scroll{overflow-x:auto;max-width:100%}
 figure{margin:1em 0}figcaption{color:#555;font-size:.9em}td:first-child{white-space:nowrap}
 @media (max-width:600px){body{margin:1em auto;padding:0 .5em}table{font-size:.8em}}"""
 
@@ -338,49 +465,83 @@ def _left_out_section(rejected: Sequence[dict]) -> list[str]:
             _table(pd.DataFrame(list(rejected)[:LEFT_OUT_SHOWN])[["where", "reason"]])]
 
 
-def _corpus_section(c: dict) -> list[str]:
-    parts = ["<h2 id='corpus'>Corpus</h2>",
-             f"<p>{c['documents']} documents, {c['characters']:,} characters, {c['sections']} sections; "
-             f"{len(c['failed'])} file(s) failed; {len(c['skipped'])} file(s) are not documents.</p>"]
+def _corpus_line(c: dict) -> str:
+    """The corpus in one sentence, at the top: what was read, and how many files each list at the end holds."""
+    return (f"<p id='corpus'>{c['documents']} documents, {c['characters']:,} characters, {c['sections']} sections; "
+            f"{len(c['failed'])} file(s) failed to read, {len(c.get('no_text', []))} hold no text, "
+            f"{sum(k['count'] for k in c.get('kept_as_text', []))} directive(s) kept as plain text, "
+            f"{len(c['skipped'])} file(s) are not documents, {len(c.get('excluded', []))} excluded by --exclude "
+            "(<a href='#files'>listed at the end</a>).</p>")
+
+
+def _folded(rows: Sequence[dict], summary: str, columns: Sequence[str]) -> str:
+    return f"<details><summary>{summary}</summary>" + _table(pd.DataFrame(list(rows))[list(columns)]) + "</details>"
+
+
+def _files_section(c: dict) -> list[str]:
+    """Every file not read as a document, folded by kind: failed, no text, directives kept as text, not documents."""
+    parts = ["<h2 id='files'>Files</h2>"]
     if c["failed"]:
-        parts.append(_table(pd.DataFrame(c["failed"])[["path", "reason"]]))
+        parts.append(_folded(c["failed"], f"{len(c['failed'])} file(s) failed to read", ("path", "reason")))
+    if c.get("no_text"):
+        parts.append(_folded(c["no_text"], f"{len(c['no_text'])} file(s) hold no text (empty, or markup "
+                             "only, such as autodoc stubs)", ("path", "reason")))
+    if c.get("kept_as_text"):
+        parts.append(_folded(c["kept_as_text"], "Directives this reader does not know, kept as plain text (their "
+                             "arguments and body), per file", ("path", "directive", "count")))
     if c["skipped"]:
-        parts.append(f"<details><summary>{len(c['skipped'])} file(s) skipped: not documents by type (read: "
-                     ".md .markdown .rst .txt .html .htm .pdf)</summary>"
-                     + _table(pd.DataFrame({"path": c["skipped"]})) + "</details>")
-    return parts
+        parts.append(_folded([{"path": p} for p in c["skipped"]], f"{len(c['skipped'])} file(s) skipped: not "
+                             "documents by type (read: .md .markdown .rst .txt .html .htm .pdf)", ("path",)))
+    if c.get("excluded"):
+        parts.append(_folded([{"path": p} for p in c["excluded"]], f"{len(c['excluded'])} path(s) excluded by "
+                             "--exclude: never read", ("path",)))
+    return parts if len(parts) > 1 else [*parts, "<p>Every file was read.</p>"]
+
+
+def _sweep_section(rows: Sequence[dict]) -> list[str]:
+    parts = ["<h2 id='sweep'>Threshold sweep</h2>"]
+    if not rows:
+        return [*parts, "<p>No out-of-domain queries given (<code>--out-of-domain</code>): no sweep.</p>"]
+    shown = pd.DataFrame(rows).assign(cut=lambda t: [("none" if pd.isna(x) else f"{x:.3f}") for x in t["cut"]])
+    return [*parts, figure(sweep_plot(rows), 2, "The gate at each cut (chapter 6): out-of-domain queries answered "
+                           "anyway (bluffed) against in-domain queries refused; lower left is better."), _table(shown)]
 
 
 def render(results: dict) -> str:
-    """The report as one HTML page, from the `results.json` dictionary alone: failures first."""
+    """The report as one HTML page, from the `results.json` dictionary alone: the answer first (the corpus in a
+    line, the runs, the splits and the tests), then the misses, and the files not read folded at the end."""
     c, runs, paired, rows = results["corpus"], results["runs"], results["paired"], results["sweep"]
-    ks = results.get("ks", list(DEFAULT_KS))
+    ks = results.get("ks", list(KS))
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              "<meta name='viewport' content='width=device-width, initial-scale=1'><title>ragcourse eval report</title>"
-             f"<style>{_STYLE}</style></head><body><h1>ragcourse eval report</h1>", *_corpus_section(c),
-             *_left_out_section(results.get("questions", {}).get("rejected", [])),
+             f"<style>{_STYLE}</style></head><body><h1>ragcourse eval report</h1>",
+             "<div id='verdict' class='verdict'>" + "".join(f"<p>{html.escape(x)}</p>" for x in decision(results))
+             + "</div>", _corpus_line(c),
              "<h2 id='runs'>Runs</h2><p class='note'>Recall@k with its 95 % t interval over questions (a question's "
              "two phrasings are not independent), clipped to [0, 1]; nDCG (binary relevance) and MRR over "
              "queries; median time to rank one query, reranking included (embeddings excluded: the query's, "
              "and for late interaction its token vectors, are computed beforehand).</p>",
              _table(_runs_table(runs, ks))]
+    if all("doc_recall" in run for run in runs):
+        parts += ["<h2 id='documents'>Chunk or document?</h2><p class='note'>Document-level recall@k: a hit when "
+                  "any chunk of the needle's document ranks within k, with its 95 % interval over questions, beside "
+                  "the chunk-level recall@k. High at document level and low at chunk level: the retriever finds "
+                  "the page and the chunking hides the passage; low at both: the retriever misses.</p>",
+                  _table(_document_table(runs, ks))]
     if any(run["by_phrasing"] for run in runs):
         parts += ["<h2 id='phrasing'>By phrasing</h2><p class='note'>The same runs, documentation phrasing and "
-                  "ticket phrasing apart: plain means over each phrasing's queries.</p>",
-                  _table(_phrasing_table(runs, ks))]
-    parts += _missed_section(runs, ks[-1])
-    parts += ["<h2 id='recall'>Recall@k</h2>", figure(recall_plot(runs, ks), 1, f"Recall@k of each run at k = "
-              f"{', '.join(map(str, ks))}, with its 95 % interval over questions: overlapping bars do not settle a "
-              "comparison; the paired tests below do."), "<h2 id='paired'>Paired tests</h2>",
+                  "ticket phrasing apart: means over each phrasing's queries, recall@k with its 95 % interval over "
+                  "questions.</p>", _table(_phrasing_table(runs, ks))]
+    parts += _splits_section(results)
+    parts += ["<h2 id='paired'>Paired tests</h2>",
               "<p class='note'>Question by question, each run against the baseline and each reranked run against "
               "its own first stage: wins and losses, exact sign test.</p>",
               _table(_paired_table(paired)) if paired else "<p>Only one run: nothing to pair.</p>",
-              "<h2 id='destroyed'>Answers destroyed by chunking</h2>", _table(_destroyed_table(runs)),
-              "<h2 id='sweep'>Threshold sweep</h2>"]
-    if rows:
-        shown = pd.DataFrame(rows).assign(cut=lambda t: [("none" if pd.isna(x) else f"{x:.3f}") for x in t["cut"]])
-        parts += [figure(sweep_plot(rows), 2, "The gate at each cut (chapter 6): out-of-domain queries answered "
-                         "anyway (bluffed) against in-domain queries refused; lower left is better."), _table(shown)]
-    else:
-        parts.append("<p>No out-of-domain queries given (<code>--out-of-domain</code>): no sweep.</p>")
+              "<h2 id='recall'>Recall@k</h2>", figure(recall_plot(runs, ks), 1, f"Recall@k of each run at k = "
+              f"{', '.join(map(str, ks))}, with its 95 % interval over questions: overlapping bars do not settle a "
+              "comparison; the paired tests above do.")]
+    parts += _missed_section(runs, ks[-1])
+    parts += ["<h2 id='destroyed'>Answers destroyed by chunking</h2>", _table(_destroyed_table(runs)),
+              *_sweep_section(rows)]
+    parts += [*_left_out_section(results.get("questions", {}).get("rejected", [])), *_files_section(c)]
     return "\n".join(parts) + "\n</body></html>\n"

@@ -2,9 +2,12 @@
 
 `measure` runs every strategy x method (x rerank) over a `folder.FolderCorpus` with the package's
 own pieces: `pipeline.build` chunks and indexes, `evaluation.evaluate` finds each query's first
-chunk holding its needle, `query_share` gives intervals over questions (a
+chunk holding its needle, `evaluation.query_share` gives intervals over questions (a
 question's phrasings are not independent), `evaluation.compare` pairs runs question by question,
 and `evaluation.sweep` runs the gate at chapter 6's cuts when out-of-domain queries are given.
+Every split is measured with its uncertainty (`split_entries`): each pair of runs, over all questions and
+per phrasing, per metric, with the mean difference's interval, the sign test and Holm's correction across
+the pairs of one split and metric; and, per pair, whether the phrasings disagree (`heterogeneity`).
 
 Per query it keeps what a practitioner acts on: the rank of the first chunk holding the needle,
 that chunk, and the chunk ranked first instead (document, section, locator, excerpt), the
@@ -19,15 +22,18 @@ Leaves out: graded relevance (a needle is in one chunk: nDCG is binary), rerank 
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .. import pipeline
 from ..chunking import Chunk
@@ -36,18 +42,22 @@ from ..dense import Embedder, top_hits
 from ..evaluation import (
     KS,
     SWEEP_COLUMNS,
-    Estimate,
     answers_destroyed,
     compare,
+    difference,
     evaluate,
+    first_doc_rank,
+    holm,
+    interaction,
+    ndcg,
     per_question,
+    query_share,
     sweep,
 )
 from ..groundtruth import OutOfDomain, Query, Question
 from ..precision import rounded
 from .folder import FolderCorpus, folder_queries
 
-DEFAULT_KS = KS  # the book's cut-offs (evaluation.KS); --k replaces them
 #: Chapter 6's cuts (cosine distance), then no threshold at all (written as null).
 CUTS = tuple(round(0.300 + 0.025 * i, 3) for i in range(27)) + (math.inf,)
 GATE_K = 4
@@ -79,40 +89,6 @@ def label_of(strategy: str, method: str, rerank: bool) -> str:
     return f"{strategy}/{method}" + ("+rerank" if rerank else "")
 
 
-def query_share(query_ids: Sequence[str], flags: Sequence[bool]) -> Estimate:
-    """The share of queries flagged (the plain mean over queries that trec_eval gives) with a 95 % t interval that
-    counts each question once: the linearised ratio interval over questions (a question's phrasings are not
-    independent). With as many phrasings per question it is `share_over_questions`'s interval; with some
-    questions asked once and some twice that interval is around another mean, and may even exclude this one.
-
-    >>> query_share(["q1/doc", "q1/ticket", "q2/doc", "q2/ticket"], [True, False, True, True])
-    Estimate(value=0.75, low=0.0, high=1.0)
-    >>> [round(x, 3) for x in query_share(["a/doc", "a/ticket", "b/doc", "c/doc"], [True, True, False, True])]
-    [0.75, 0.0, 1.0]
-    """
-    question = [str(q).rsplit("/", 1)[0] for q in query_ids]
-    groups = pd.Series(np.asarray(flags, dtype=np.float64)).groupby(question, sort=False)
-    hits, sizes = groups.sum().to_numpy(), groups.size().to_numpy().astype(np.float64)
-    if len(hits) < 2:
-        raise ValueError(f"{len(hits)} question(s): an interval over questions needs at least 2")
-    value = float(hits.sum() / sizes.sum())
-    residual = (hits - value * sizes) / sizes.mean()  # each question's share of the estimate's error
-    half = float(stats.t.ppf(0.975, len(hits) - 1) * residual.std(ddof=1) / math.sqrt(len(hits)))
-    return Estimate(value, max(0.0, value - half), min(1.0, value + half))
-
-
-def ndcg(rank: int | None, k: int) -> float:
-    """nDCG@k with binary relevance and one relevant chunk (Järvelin & Kekäläinen, 2002).
-
-    DCG@k = sum over ranks r <= k of rel_r / log2(r + 1); the ideal ranking puts the one relevant
-    chunk first, so IDCG = 1 and nDCG@k = 1 / log2(rank + 1) when rank <= k, else 0.
-
-    >>> ndcg(1, 4), round(ndcg(3, 4), 4), ndcg(5, 4), ndcg(None, 4)
-    (1.0, 0.5, 0.0, 0.0)
-    """
-    return 0.0 if rank is None or rank > k else 1.0 / math.log2(rank + 1)
-
-
 def chunk_entry(chunk: Chunk) -> dict:
     """Where a chunk is and what it says: document, section, locator (RFC 5147 `#char=`) and an excerpt."""
     text = collapse(chunk.content)
@@ -124,7 +100,7 @@ def chunk_entry(chunk: Chunk) -> dict:
 def _detail(q: Query, ranking: Sequence[Chunk], rank: int | None, ms: float) -> dict:
     """One query's row of `results.json`: its rank, the chunk holding the needle, the chunk first instead."""
     return {"query": q.id, "question": q.question_id, "phrasing": q.phrasing, "text": q.text, "doc": q.doc,
-            "rank": rank, "latency_ms": round(ms, 3),
+            "rank": rank, "latency_ms": None if math.isnan(ms) else round(ms, 3),
             "needle_chunk": None if rank is None else chunk_entry(ranking[rank - 1]),
             "first": None if rank == 1 or not ranking else chunk_entry(ranking[0])}
 
@@ -164,8 +140,11 @@ def make_run(strategy: str, method: str, rerank: bool, rankings: dict, ms: dict,
     """A Run from full rankings (query id -> chunks) and their times."""
     table = evaluate(rankings, qs, ks)
     ranks = [None if pd.isna(r) else int(r) for r in table["rank"]]
+    doc_ranks = [first_doc_rank(rankings[q.id], q.doc) for q in qs]
     for k in ks:
         table[f"ndcg@{k}"] = [ndcg(r, k) for r in ranks]
+    for k in ks:  # document level: any chunk of the needle's document within k
+        table[f"doc_hit@{k}"] = [r is not None and r <= k for r in doc_ranks]
     table["latency_ms"] = [ms[q.id] for q in qs]
     details = tuple(_detail(q, rankings[q.id], r, ms[q.id]) for q, r in zip(qs, ranks, strict=True))
     top = {q.id: [c.id for c in rankings[q.id][:TREC_DEPTH]] for q in qs}
@@ -202,9 +181,10 @@ class Settings:
     strategies: tuple[str, ...]
     methods: tuple[str, ...]
     rerank: bool = False
-    ks: tuple[int, ...] = DEFAULT_KS
+    ks: tuple[int, ...] = KS
     baseline: str | None = None
     reranker: Callable | None = None  # makes the reranker (one for all runs: it keeps passage vectors)
+    run_files: tuple[tuple[str, dict], ...] = ()  # (name, `records.parse_trec_run`'s items): other systems' runs
 
 
 def _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed) -> list[Run]:
@@ -226,9 +206,10 @@ def _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed) 
 
 def _warm(reranker, chunks: Sequence[Chunk], qs: Sequence[Query]) -> None:
     """Load the reranker and, for late interaction, every chunk's and query's token vectors (embeddings, as the
-    first stage's are), so a reranked run's latency is the reranking itself, the same in every run."""
+    first stage's are), so a reranked run's latency is the reranking itself, the same in every run. The chunks'
+    token vectors are saved in the cache (keyed like the embeddings), so a re-run encodes only what changed."""
     if hasattr(reranker, "passage_tokens"):
-        reranker.passage_tokens([getattr(c, getattr(reranker, "use", "text")) for c in chunks])
+        reranker.index([getattr(c, getattr(reranker, "use", "text")) for c in chunks])
         for q in qs:
             reranker.query_tokens(q.text)
     else:
@@ -248,12 +229,12 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
     qs = folder_queries(questions)
     vectors = _query_vectors(embedder, {q.id: q.text for q in qs})
     ood_vectors = _query_vectors(embedder, {o.id: o.query for o in out_of_domain})
-    runs, rows = [], []
+    runs, rows, chunks = [], [], {}
     reranker = settings.reranker() if settings.rerank and settings.reranker else None
     for strategy in settings.strategies:
         progress(f"strategy {strategy}: chunking and embedding {len(corpus.documents)} documents")
         retriever = pipeline.build(strategy, corpus=list(corpus.documents), embedder=embedder, progress=bar)
-        destroyed = _destroyed(retriever, questions)
+        destroyed, chunks = _destroyed(retriever, questions), chunks or {c.id: c for c in retriever.chunks}
         if reranker is not None and retriever.chunks:
             progress(f"strategy {strategy}: preparing the reranker")
             _warm(reranker, retriever.chunks, qs)
@@ -262,25 +243,66 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
             runs += _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed)
             if out_of_domain:
                 rows += _sweep_rows(retriever, method, qs, vectors, out_of_domain, ood_vectors)
-    results = {"corpus": corpus_summary(corpus), "ks": list(settings.ks),
+    files = [file_run(name, items, corpus, chunks, qs, settings.ks) for name, items in settings.run_files]
+    runs += [run for run, _ in files]
+    add_sources(runs, corpus.root)
+    results = {"corpus": corpus_summary(corpus), "ks": list(settings.ks), "left_out": [
+               {"where": r.where, "reason": r.reason} for _, rejected in files for r in rejected],
                "runs": [run_entry(r, settings.ks) for r in runs],
-               "paired": paired_entries(runs, settings.ks, settings.baseline), "sweep": rounded(rows)}
+               "paired": paired_entries(runs, settings.ks, settings.baseline),
+               "splits": split_entries(runs, settings.ks), "heterogeneity": heterogeneity(runs, settings.ks),
+               "sweep": rounded(rows)}
     return results, runs
 
 
+def add_sources(runs: Sequence[Run], root: str) -> None:
+    """Give each chunk a run's details name (the needle's, the one first instead) its place in the source file,
+    `path:line:column` (`folder.source_position`), when its words are found there; PDFs have none."""
+    from .folder import source_position
+
+    texts: dict[str, str | None] = {}
+
+    def source(doc: str) -> str | None:
+        if doc not in texts:
+            path = Path(root) / doc
+            texts[doc] = None if not root or path.suffix.lower() == ".pdf" else \
+                path.read_bytes().decode("utf-8-sig", errors="replace") if path.is_file() else None
+        return texts[doc]
+
+    for detail in (d for run in runs for d in run.details):
+        for entry in (detail["needle_chunk"], detail["first"]):
+            text = source(entry["doc"]) if entry else None
+            found = source_position(text, entry["excerpt"]) if text else None
+            if found:
+                entry["source"] = f"{entry['doc']}:{found[0]}:{found[1]}"
+
+
 def corpus_summary(corpus: FolderCorpus) -> dict:
-    """Documents, characters and `## ` sections; every failed file with its reason; the files not documents."""
+    """Documents, characters and `## ` sections; every file that failed to read, and apart every file that holds
+    no text, each with its reason; the files not documents; each directive kept as plain text, per file."""
     table = profile(list(corpus.documents))
     return {"documents": len(corpus.documents), "characters": int(table["characters"].sum()),
             "sections": int(table["sections"].sum()),
-            "failed": [{"path": f.path, "reason": f.reason} for f in corpus.failed],
-            "skipped": list(corpus.skipped)}
+            "failed": [{"path": f.path, "reason": f.reason} for f in corpus.failed if not f.no_text],
+            "no_text": [{"path": f.path, "reason": f.reason} for f in corpus.failed if f.no_text],
+            "skipped": list(corpus.skipped),
+            "kept_as_text": [{"path": path, "directive": name, "count": n} for path, name, n in corpus.kept_as_text],
+            "excluded": list(corpus.excluded)}
 
 
 def _figures(table: pd.DataFrame, ks: Sequence[int]) -> dict:
-    """Recall@k, nDCG@k and MRR: plain means over the table's queries."""
+    """Recall@k, nDCG@k, MRR and document-level recall@k: plain means over the table's queries."""
     return {"queries": len(table), "recall": {str(k): float(table[f"hit@{k}"].mean()) for k in ks},
-            "ndcg": {str(k): float(table[f"ndcg@{k}"].mean()) for k in ks}, "mrr": float(table["rr"].mean())}
+            "ndcg": {str(k): float(table[f"ndcg@{k}"].mean()) for k in ks}, "mrr": float(table["rr"].mean()),
+            "doc_recall": {str(k): float(table[f"doc_hit@{k}"].mean()) for k in ks}}
+
+
+def _phrasing_figures(part: pd.DataFrame, ks: Sequence[int]) -> dict:
+    """One phrasing's figures, each recall@k with its 95 % interval over questions (None below two questions)."""
+    figures = _figures(part, ks)
+    figures["recall_interval"] = {str(k): list(query_share(part["query"], part[f"hit@{k}"]).interval)
+                                  if len(part) >= 2 else None for k in ks}
+    return figures
 
 
 def run_entry(run: Run, ks: Sequence[int]) -> dict:
@@ -288,17 +310,70 @@ def run_entry(run: Run, ks: Sequence[int]) -> dict:
     table = run.per_query
     entry = {"strategy": run.strategy, "method": run.method, "rerank": run.rerank, "label": run.label,
              **_figures(table, ks)}
-    entry["recall_interval"] = {str(k): list(query_share(table["query"], table[f"hit@{k}"]).interval)
-                                for k in ks}
+    for column, name in (("hit", "recall_interval"), ("doc_hit", "doc_recall_interval")):
+        entry[name] = {str(k): list(query_share(table["query"], table[f"{column}@{k}"]).interval) for k in ks}
     phrasings = list(dict.fromkeys(table["phrasing"]))
-    entry["by_phrasing"] = {p: _figures(table[table["phrasing"] == p], ks) for p in phrasings} \
+    entry["by_phrasing"] = {p: _phrasing_figures(table[table["phrasing"] == p], ks) for p in phrasings} \
         if len(phrasings) > 1 else {}
-    entry["latency_ms"] = {"median": float(table["latency_ms"].median()),
-                           "p95": float(table["latency_ms"].quantile(0.95))}
+    entry["latency_ms"] = None if table["latency_ms"].isna().all() else {  # a run file's: not measured here
+        "median": float(table["latency_ms"].median()), "p95": float(table["latency_ms"].quantile(0.95))}
     entry["answers_destroyed"] = list(run.destroyed)
     entry = rounded(entry)
     entry["per_query"] = list(run.details)
     return entry
+
+
+class Passage(NamedTuple):
+    """A passage a run file names by offsets into a document's text (`doc#char=start,end`), read as a chunk."""
+
+    id: str
+    doc_id: str
+    section: str
+    start: int
+    end: int
+    content: str
+
+
+_OFFSETS = re.compile(r"(?s)(.+)#char=(\d+),(\d+)")
+
+
+def resolve(docno: str, chunks: dict[str, Chunk], texts: dict[str, str]) -> Chunk | Passage | str:
+    """The chunk a run file's docno names (a chunk id, as in qrels-STRATEGY.trec), or the passage at offsets
+    of a document's text (`doc#char=start,end`, the report's locators); else why it names nothing.
+
+    >>> resolve("a.md#char=0,4", {}, {"a.md": "Tents pitch."}).content, resolve("b.md#0", {}, {})
+    ('Tent', "unknown chunk or document id 'b.md#0'")
+    """
+    if docno in chunks:
+        return chunks[docno]
+    offsets = _OFFSETS.fullmatch(docno)
+    if offsets is None or offsets.group(1) not in texts:
+        return f"unknown chunk or document id {docno[:120]!r}"
+    doc, start, end = offsets.group(1), int(offsets.group(2)), int(offsets.group(3))
+    if not start < end <= len(texts[doc]):
+        return f"{docno[:120]!r}: offsets outside the document's {len(texts[doc])} characters"
+    return Passage(docno, doc, "", start, end, texts[doc][start:end])
+
+
+def file_run(name: str, items: dict, corpus: FolderCorpus, chunks: dict[str, Chunk], qs: Sequence[Query],
+             ks: Sequence[int]) -> tuple[Run, list]:
+    """Another system's run (`records.parse_trec_run` of a file), scored on the same needles as a Run labelled
+    `run/NAME`, and each line naming nothing (file:line, why) left out; a query it does not rank ranks nothing."""
+    from ..records import Rejected
+
+    texts, rankings, rejected = {d.id: d.text for d in corpus.documents}, {}, []
+    for q in qs:
+        rankings[q.id] = []
+        for item in items.get(q.id, []):
+            found = resolve(item.docno, chunks, texts)
+            if isinstance(found, str):
+                rejected.append(Rejected(f"{name}:{item.line}", found))
+            else:
+                rankings[q.id].append(found)
+    asked = {q.id for q in qs}
+    rejected += [Rejected(f"{name}:{lines[0].line}", f"query {query[:120]!r} is not one of the questions measured")
+                 for query, lines in items.items() if query not in asked]
+    return make_run("run", Path(name).stem, False, rankings, dict.fromkeys(asked, math.nan), qs, ks, ()), rejected
 
 
 def without_latency(results: dict) -> dict:
@@ -343,3 +418,52 @@ def _by_question(per_query: pd.DataFrame, ks: Sequence[int]) -> pd.DataFrame:
     """The per-query table averaged over each question's phrasings (`evaluation.per_question`)."""
     columns = [f"hit@{k}" for k in ks] + ["rr"]
     return pd.DataFrame({c: per_question(per_query, c) for c in columns}).rename_axis("query").reset_index()
+
+
+ALPHA = 0.05
+
+
+def _values(run: Run, split: str, column: str) -> pd.Series:
+    """One value per question of `column`: over all of a question's phrasings (`split` "all"), or one phrasing."""
+    table = run.per_query if split == "all" else run.per_query[run.per_query["phrasing"] == split]
+    return per_question(table, column)
+
+
+def split_entries(runs: Sequence[Run], ks: Sequence[int]) -> list[dict]:
+    """Every pair of runs, over all questions and per phrasing, per metric: A (the higher mean) against B, the
+    mean per-question difference with its 95 % interval, wins, losses, the sign test's p, and its Holm-adjusted
+    p across the pairs of the same split and metric (the family the report reads at once)."""
+    phrasings = list(dict.fromkeys(runs[0].per_query["phrasing"])) if runs else []
+    splits = ["all", *phrasings] if len(phrasings) > 1 else ["all"]
+    metrics = [(f"hit@{k}", f"R@{k}") for k in ks] + [("rr", "MRR")]
+    out = []
+    for split, (column, name) in itertools.product(splits, metrics):
+        family = []
+        for x, y in itertools.combinations(runs, 2):
+            vx, vy = _values(x, split, column), _values(y, split, column)
+            a, b, va, vb = (x, y, vx, vy) if vx.mean() >= vy.mean() else (y, x, vy, vx)
+            d = difference(va, vb)
+            family.append({"split": split, "metric": name, "a": a.label, "b": b.label, "questions": d.n,
+                           "wins": d.wins, "losses": d.losses, "p": d.p, "difference": d.difference,
+                           "low": d.low, "high": d.high, "sd": d.sd})
+        adjusted = holm([e["p"] for e in family]) if family else []
+        out += [rounded({**e, "p": rounded(e["p"], 4), "p_holm": rounded(q, 4)}) for e, q in zip(family, adjusted,
+                                                                                                   strict=True)]
+    return out
+
+
+def heterogeneity(runs: Sequence[Run], ks: Sequence[int]) -> list[dict]:
+    """Per pair of runs and metric, when the questions have two phrasings: each phrasing's mean difference, whether
+    their signs are opposite, and the interaction's sign test (`evaluation.interaction`)."""
+    phrasings = tuple(dict.fromkeys(runs[0].per_query["phrasing"])) if runs else ()
+    if len(phrasings) != 2:
+        return []
+    out = []
+    for (column, name), (x, y) in itertools.product([(f"hit@{ks[-1]}", f"R@{ks[-1]}"), ("rr", "MRR")],
+                                                    itertools.combinations(runs, 2)):
+        means = {p: float((_values(x, p, column) - _values(y, p, column)).mean()) for p in phrasings}
+        test = interaction(x.per_query, y.per_query, column, phrasings)
+        out.append(rounded({"a": x.label, "b": y.label, "metric": name, "difference": means,
+                            "opposite": bool(means[phrasings[0]] * means[phrasings[1]] < 0),
+                            "wins": test.wins, "losses": test.losses, "p": rounded(test.p, 4)}))
+    return out
