@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from kit.checks.compare import Partly, given, integer, items
 from kit.hidden import check
 from ragcourse.book.exercises import choose
@@ -112,7 +114,7 @@ def prediction_recorded(ns):
     guide grades the reasoning)."""
     p = given(ns, "prediction_7_4")
     assert isinstance(p, dict), "prediction_7_4 should be a dict"
-    assert isinstance(p.get("ok"), bool), "prediction_7_4['ok'] should be True or False"
+    assert isinstance(p.get("ok"), bool | np.bool_), "prediction_7_4['ok'] should be True or False"
     assert isinstance(p.get("why"), str) and len(p["why"].split()) >= 5, "give a reason of a sentence or two"
 
 

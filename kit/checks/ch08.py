@@ -95,7 +95,8 @@ def _table(value, low=np.nan, high=np.nan, metric="R@8"):
 @check("8.3", points=3)
 def regression_gate(ns):
     """gate_passes decides unseen synthetic tables right (drops of 0.5, 0.9, 1.1 and 3 half-widths, a gain,
-    another metric, a table with several metrics) and lets hybrid pass against dense on the chapter's run."""
+    another metric, a lopsided interval, a table with several metrics) and lets hybrid pass against dense on the
+    chapter's run."""
     gate_passes = given(ns, "gate_passes")
     assert callable(gate_passes), "define a function gate_passes(baseline, candidate, metric)"
     value, low, high = 0.62, 0.55, 0.69
@@ -106,6 +107,8 @@ def regression_gate(ns):
              (base, _table(value - 3 * half), "R@8", False),
              (_table(0.4, 0.3, 0.5, "R@4"), _table(0.33, metric="R@4"), "R@4", True),
              (_table(0.4, 0.3, 0.5, "R@4"), _table(0.29, metric="R@4"), "R@4", False)]
+    skewed = _table(0.9, 0.8, 0.95)  # a Wilson interval near 1 is lopsided: the half-width is not value - low
+    cases += [(skewed, _table(0.815), "R@8", False), (skewed, _table(0.83), "R@8", True)]
     several = pd.concat([_table(0.9, 0.85, 0.95, "R@1"), base], ignore_index=True)
     cases.append((several, pd.concat([_table(0.1, metric="R@1"), _table(value - 0.2 * half)]), "R@8", True))
     wrong = sum(_decides(gate_passes, (b, c, m)) != ok for b, c, m, ok in cases)
