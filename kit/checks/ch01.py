@@ -7,6 +7,7 @@ returns an expected value.
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from kit.checks.compare import Partly, given, integer, items
 from kit.hidden import check
@@ -112,8 +113,13 @@ def _counts_right(fn, text: str) -> bool:
 def prediction_made(ns):
     """Completion: prediction_unique is an int in [0, questions]; prediction_reason has a few words
     (half marks without it)."""
-    integer(given(ns, "prediction_unique"), "prediction_unique", 0, len(load_questions()))
+    integer(given(ns, "prediction_unique"), "prediction_unique", 0, _questions())
     reason = ns.get("prediction_reason")
     if isinstance(reason, str) and len(reason.split()) >= 3:
         return None
     return Partly(0.5, "the prediction is recorded; `prediction_reason` needs a sentence of at least 3 words")
+
+
+@cache  # the same for every student
+def _questions() -> int:
+    return len(load_questions())

@@ -44,8 +44,7 @@ def _tail_problem(tokenizer, fn, content: str, n: int) -> str | None:
         return f"raised {type(error).__name__}"
     if not isinstance(tail, str) or not content.endswith(tail):
         return "did not return a suffix of its input"
-    enc = tokenizer(content, add_special_tokens=False, return_offsets_mapping=True)
-    starts, words = [s for s, _ in enc["offset_mapping"]], enc.word_ids()
+    starts, words = _pieces(tokenizer, content)
     at = len(content) - len(tail)
     if len(starts) <= n:
         return None if at == 0 else "a text with n word-pieces or fewer should come back whole"
@@ -59,6 +58,22 @@ def _tail_problem(tokenizer, fn, content: str, n: int) -> str | None:
     return None
 
 
+@cache  # the same for every student
+def _contents() -> list[str]:
+    return [c.content for c in chunk_corpus(load_corpus(), "D")][::13][:60]
+
+
+_PIECES: dict[str, tuple[list[int], list]] = {}
+
+
+def _pieces(tokenizer, content: str) -> tuple[list[int], list]:
+    """The start offset and word number of each word-piece of `content` (kept: every student meets the same texts)."""
+    if content not in _PIECES:
+        enc = tokenizer(content, add_special_tokens=False, return_offsets_mapping=True)
+        _PIECES[content] = ([s for s, _ in enc["offset_mapping"]], enc.word_ids())
+    return _PIECES[content]
+
+
 @check("2.1", points=3)
 def token_tail_properties(ns):
     """token_tail(content, n) is the shortest word-start suffix holding >= n word-pieces, on 7 hand-built texts
@@ -67,7 +82,7 @@ def token_tail_properties(ns):
     assert callable(fn), "token_tail should be a function"
     with reference("the tokenizer and the chunk contents"):
         tokenizer = _tokenizer(ns)
-        contents = [c.content for c in chunk_corpus(load_corpus(), "D")][::13][:60]
+        contents = _contents()
     n_tail = choose("2.1", [16, 12, 20])
     groups = {"hand-built texts": HAND_BUILT, "corpus contents": contents}
     failures = {}
@@ -114,10 +129,15 @@ def best_blind_size(ns):
 def prediction_made(ns):
     """Completion: predicted_destroyed and predicted_over_window are non-negative ints (destroyed at most the
     number of needles); prediction_reason has a few words (half marks without it)."""
-    n = len(load_questions())
+    n = _questions()
     for name, top in (("predicted_destroyed", n), ("predicted_over_window", 100_000)):
         integer(given(ns, name), name, 0, top)
     reason = ns.get("prediction_reason")
     if isinstance(reason, str) and len(reason.split()) >= 3:
         return None
     return Partly(0.5, "both predictions are recorded; `prediction_reason` needs a sentence of at least 3 words")
+
+
+@cache  # the same for every student
+def _questions() -> int:
+    return len(load_questions())
