@@ -470,8 +470,10 @@ def test_guide_parses_the_chapter_box_and_lists_each_exercise():
     assert "**Time.** about 10 min to read, 1 min to run." in lines
     assert "| 90.2 | function | 3 | 10 | `clip` on 4 unseen lists" in lines
     assert "| 90.3 | prediction | 1 | 5 | A prediction" in lines
-    assert "**Rubric, exercise 90.3 (prediction).** Full: the prediction is made before measuring" in lines
+    assert "Rubric, exercise" not in lines and "Read against a rubric: 90.3 (the rubrics are in the" in lines
     assert "3 exercises, 6 points, about 20 min of exercises." in lines
+    instructor = "\n".join(guide.chapter_table(FIXTURE, load_checks(FIXTURE_CHECKS / "ch90.py"), instructor=True))
+    assert "**Rubric, exercise 90.3 (prediction).** Full: the prediction is made before measuring" in instructor
 
 
 def test_the_committed_guide_tables_are_current():
