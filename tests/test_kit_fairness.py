@@ -365,14 +365,14 @@ def case_5_3(mp):
 
 
 def case_5_4(mp):
-    corpus, questions, qs, n = _unreachable()
+    corpus, questions, qs, n = _unreachable(choose("5.4", ["A", "B"]))
     ctx = {"corpus": corpus, "questions": questions, "qs": qs}
     return Case([{**ctx, "answer_unreachable": n}, {**ctx, "answer_unreachable": np.int32(n)}],
                 {**ctx, "answer_unreachable": n // 2}, [{**ctx, "answer_unreachable": 0}], [str(n)])
 
 
 @cache
-def _unreachable():
+def _unreachable(strategy: str):
     from ragcourse.chunking import chunk_corpus
     from ragcourse.corpus import load_corpus
     from ragcourse.evaluation import answers_destroyed
@@ -380,7 +380,7 @@ def _unreachable():
 
     corpus, questions = load_corpus(), load_questions()
     qs = [SimpleNamespace(needle=q.needle) for q in questions for _ in range(2)]  # two phrasings each
-    destroyed = set(answers_destroyed(chunk_corpus(corpus, choose("5.4", ["A", "B"])), [q.needle for q in questions]))
+    destroyed = set(answers_destroyed(chunk_corpus(corpus, strategy), [q.needle for q in questions]))
     return corpus, questions, qs, sum(q.needle in destroyed for q in qs)
 
 
@@ -833,6 +833,24 @@ def test_a_constant_never_gets_full_marks(exercise, monkeypatch, tmp_path):
         points, feedback = score(hidden, dict(ns))
         assert points < hidden.points, f"{exercise}: a constant answer got full marks"
         assert all(secret not in feedback for secret in case.secrets), feedback
+
+
+def _varied() -> list[str]:
+    """The exercises whose check draws a constant with `choose` (the rest are the same in every variant)."""
+    return [ex for ex in every_exercise() if "choose(" in __import__("inspect").getsource(checks(ex).fn)]
+
+
+@pytest.mark.parametrize("variant", [1, 2, 5, 2027])
+@pytest.mark.parametrize("exercise", _varied())
+def test_every_variant_of_the_term_is_fair_too(exercise, variant, monkeypatch, tmp_path):
+    """Issue 45: a typical mistake loses points on every variant, a right answer keeps full marks."""
+    from ragcourse.book.exercises import VARIANT_ENV
+
+    monkeypatch.setenv(VARIANT_ENV, str(variant))
+    case, hidden = build(exercise, monkeypatch, tmp_path), checks(exercise)
+    assert [score(hidden, dict(ns))[0] for ns in case.right] == [hidden.points] * len(case.right)
+    assert score(hidden, dict(case.wrong))[0] < hidden.points
+    assert all(score(hidden, dict(ns))[0] < hidden.points for ns in case.constants)
 
 
 def test_an_error_in_the_checks_own_computation_is_the_graders(monkeypatch):
