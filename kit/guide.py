@@ -125,8 +125,9 @@ def chapter_table(path: Path, checks: dict[str, Hidden], instructor: bool = Fals
         lines.append(f"| {ex['id']} | {ex.get('kind', '?')} | {ex.get('points', '?')} | {ex.get('minutes', '?')} "
                      f"| {_cell(tests)} |")
     by_rubric = [ex for ex in answers if ex.get("kind") in GRADED_BY_RUBRIC]
-    for ex in by_rubric if instructor else []:
-        lines += ["", f"**Rubric, exercise {ex['id']} ({ex['kind']}).** {_cell(ex.get('rubric', '(none yet)'))}"]
+    for ex in answers if instructor else []:  # every rubric: a value exercise's names its discussed questions
+        if ex in by_rubric or str(ex.get("rubric", "")).strip():
+            lines += ["", f"**Rubric, exercise {ex['id']} ({ex['kind']}).** {_cell(ex.get('rubric') or '(none yet)')}"]
     if by_rubric and not instructor:
         lines += ["", f"Read against a rubric: {', '.join(ex['id'] for ex in by_rubric)} (the rubrics are in the "
                   "instructor edition, `make guide`)."]
