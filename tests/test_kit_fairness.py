@@ -42,6 +42,7 @@ class Case:
 
 
 _LOADED: dict[str, dict] = {}
+FEEDBACK: list[tuple[str, float, str, list[str]]] = []  # (exercise, points, feedback, secrets) below full marks
 
 
 def checks(exercise: str):
@@ -818,6 +819,7 @@ def test_right_answers_get_full_marks_and_a_mistake_less_without_the_answer(exer
         points, feedback = score(hidden, dict(ns))
         assert points == hidden.points, f"{exercise}: a correct answer got {points}/{hidden.points}: {feedback}"
     points, feedback = score(hidden, dict(case.wrong))
+    FEEDBACK.append((exercise, points, feedback, case.secrets))
     assert points < hidden.points, f"{exercise}: the typical mistake got full marks"
     assert feedback.strip() and not re.fullmatch(r"partly right( \(\d+% of the marks\))?", feedback), feedback
     assert "tell your instructor" not in feedback, f"{exercise}: the check itself failed: {feedback}"
@@ -831,6 +833,7 @@ def test_a_constant_never_gets_full_marks(exercise, monkeypatch, tmp_path):
     hidden = checks(exercise)
     for ns in case.constants:
         points, feedback = score(hidden, dict(ns))
+        FEEDBACK.append((exercise, points, feedback, case.secrets))
         assert points < hidden.points, f"{exercise}: a constant answer got full marks"
         assert all(secret not in feedback for secret in case.secrets), feedback
 
@@ -880,3 +883,28 @@ def test_an_overflowing_integer_does_not_quote_the_expected_value():
     """3.3 with np.int8(4) once answered 'Python integer 382 out of bounds for int8'."""
     points, feedback = score(checks("3.3"), {"HALF_3_3": 0.05, "answer_n": np.int8(4)})
     assert points == 0 and not re.search(r"\d{3}", feedback), feedback
+
+
+def test_zz_no_expected_value_reaches_feedback_md_grades_csv_or_the_summary(tmp_path):
+    """Issue 44: the expected values planted in each case above are searched in every file the grader writes
+    from this feedback (run after the cases above; with -k, on those that ran)."""
+    from kit.grade import Output, Row
+
+    if not FEEDBACK:
+        pytest.skip("no case ran before this test")
+    output = Output(tmp_path / "out", tmp_path / "subs")
+    for i, (exercise, points, feedback, _) in enumerate(FEEDBACK):
+        chapter = f"{int(exercise.split('.')[0]):02d}"
+        rows = [Row(f"student{i}", chapter, exercise, points, checks(exercise).points, feedback)]
+        output.student(f"student{i}", rows, {chapter: f"## Chapter {int(chapter)}\n\n| {exercise} | {feedback} |\n"})
+    rows = output.merge()
+    assert len(rows) == len(FEEDBACK)
+    files = [tmp_path / "out" / "grades.csv", tmp_path / "out" / "summary.md",
+             *sorted((tmp_path / "out").glob("*/feedback.md"))]
+    text = "\n".join(f.read_text(encoding="utf-8") for f in files)
+    # two-digit values occur in any page (student12, 95%); each feedback line was searched for them above
+    planted = sorted({secret for *_, secrets in FEEDBACK for secret in secrets if len(secret) >= 3})
+    assert len(planted) > 15
+    assert [secret for secret in planted if re.search(rf"(?<![\w.]){re.escape(secret)}(?!\w)", text)] == []
+    partial = [f for _, p, f, _ in FEEDBACK if 0 < p and re.fullmatch(r"partly right( \(\d+% of the marks\))?", f)]
+    assert partial == [], "a partial mark without its reason"
