@@ -104,6 +104,11 @@ def score(hidden: Hidden, ns: dict[str, Any]) -> tuple[float, str]:
         return 0.0, "not attempted: the answer still raises NotImplementedError"
     except NotOwnWork as err:
         return 0.0, str(err)
+    except KeyError as err:  # the check reads a name the notebook did not define (its text could be anything)
+        name = err.args[0] if err.args and isinstance(err.args[0], str) and err.args[0].isidentifier() else None
+        if name is not None and name not in ns:
+            return 0.0, f"`{name[:60]}` is not defined: did its cell run without an error?"
+        return 0.0, _raised(err)
     except CheckFailed as err:
         return 0.0, f"check failed: {err}; tell your instructor (your answer was not judged)"
     except KeyboardInterrupt:

@@ -61,7 +61,7 @@ def line_limit(ns):
             except ix.ExtractionError:
                 failed = True
             assert failed == should_fail, "check the boundary: more than the limit fails, exactly the limit passes"
-    report, broken_dir = ns["line_limited"], ns["broken_dir"]
+    report, broken_dir = given(ns, "line_limited"), ns["broken_dir"]
     before = {r.doc_id for r in ns["after"].failed}
     too_long = set()
     for path in broken_dir.rglob("*"):
