@@ -176,6 +176,12 @@ def _body_key(node: ast.FunctionDef) -> str:
                     annotate_fields=False)
 
 
+def _substantial(node: ast.FunctionDef) -> bool:
+    """Two statements or more besides the docstring, and 20 syntax nodes: a one-liner is too common to be a copy."""
+    body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+    return len(body) > 1 and sum(1 for b in body for _ in ast.walk(b)) >= 20
+
+
 @cache
 def package_bodies() -> frozenset[str]:
     """The bodies (docstrings dropped) of every function defined in the package, for `not_own_work`."""
@@ -191,5 +197,5 @@ def package_bodies() -> frozenset[str]:
             tree = ast.parse(open(origin, encoding="utf-8").read())  # noqa: SIM115, PTH123
         except (OSError, SyntaxError):
             continue
-        keys |= {_body_key(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and len(n.body) > 1}
+        keys |= {_body_key(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and _substantial(n)}
     return frozenset(keys)
