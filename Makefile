@@ -54,7 +54,7 @@ PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse kit tests notebooks
 
-.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings reranker judge answers llm-breaks screenshots clean student grade
+.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings reranker judge answers llm-breaks screenshots clean student grade guide
 
 help:
 	@sed -n '2,17p' Makefile | sed 's/^# \{0,1\}//'
@@ -159,7 +159,12 @@ grade: $(STAMPS)/install $(STAMPS)/corpus
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR [OUT=DIR]   (DIR/<student>/NN-*.ipynb)"; exit 2; }
 	@scripts/install_bwrap.sh >/dev/null || test -n "$(UNSAFE)"
 	$(OFFLINE) $(PY) -m kit.grade "$(SUBMISSIONS)" --out "$(OUT)" --cell-timeout $(CELL_TIMEOUT) \
-		--notebook-timeout $(NOTEBOOK_TIMEOUT) --check-timeout $(CHECK_TIMEOUT) $(if $(UNSAFE),--unsafe)
+		--notebook-timeout $(NOTEBOOK_TIMEOUT) --check-timeout $(CHECK_TIMEOUT) $(if $(UNSAFE),--unsafe) \
+		$(if $(CHAPTERS),--chapters $(CHAPTERS))
+
+# The instructor edition of the guide (rubrics that state expected predictions): never part of the book.
+guide: $(STAMPS)/install
+	$(PY) -m kit.guide --instructor dist/instructor-guide.md
 
 reproduce: $(STAMPS)/install $(STAMPS)/corpus
 	@for nb in $(NOTEBOOKS); do \

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from kit import codec, definitions
+from kit.checks.compare import NotOwnWork
 from kit.hidden import Hidden, load, score
 from kit.sandbox import Functions, FunctionTimeout
 
@@ -55,23 +56,23 @@ class Checker:
                 self.problems.append(f"`{name}` could not be read back as data")
         self.functions = job.get("functions", {})
 
-    def namespace(self, by_hand: bool) -> dict:
+    def namespace(self, by_hand: bool, forbids: tuple[str, ...] = ()) -> dict:
         """What a check sees: the reference's namespace, the student's answers, stand-ins for their functions."""
         ns = dict(self.context)
         for name, value in self.values.items():
             if isinstance(value, codec.Marker):
                 if value.kind == "function" and name in self.functions:
-                    ns[name] = self._stand_in(name, by_hand)
+                    ns[name] = self._stand_in(name, by_hand, forbids)
                 continue
             ns[name] = value
         return ns
 
-    def _stand_in(self, name: str, by_hand: bool):
+    def _stand_in(self, name: str, by_hand: bool, forbids: tuple[str, ...] = ()):
         statements = self.functions[name]
-        refused = definitions.not_own_work(statements, name)
+        refused = definitions.not_own_work(statements, name, forbids)
         if refused is not None:
             def refuse(*args, **kwargs):
-                raise AssertionError(refused)
+                raise NotOwnWork(refused)
 
             return refuse
         sandbox = self.sandboxes.get(by_hand)
@@ -85,7 +86,7 @@ class Checker:
         """Score one exercise and print the result as one JSON line tagged with `token`."""
         hidden = self.checks[exercise]
         deadline = time.monotonic() + self.seconds
-        ns = self.namespace(hidden.by_hand)
+        ns = self.namespace(hidden.by_hand, hidden.forbids)
         for sandbox in self.sandboxes.values():
             sandbox.deadline, sandbox.seconds = deadline, self.seconds
         before, tempfile.tempdir = tempfile.tempdir, str(self.exchange)

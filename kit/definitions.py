@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import pkgutil
 from functools import cache
 
@@ -95,9 +96,10 @@ def binding(statements: list[str], name: str) -> ast.stmt | None:
     return found
 
 
-def not_own_work(statements: list[str], name: str) -> str | None:
+def not_own_work(statements: list[str], name: str, forbidden: tuple[str, ...] = ()) -> str | None:
     """Why the function `name` is not the student's own work (None when it is): an import, an alias of
-    another object, or a def whose body is the package's own."""
+    another object, a def whose body is the package's own up to names and constants, or a use of a
+    function the exercise forbids."""
     node = binding(statements, name)
     if node is None:
         return None
@@ -107,14 +109,77 @@ def not_own_work(statements: list[str], name: str) -> str | None:
         return f"`{name}` is another function under a new name, not one written by you"
     if isinstance(node, ast.FunctionDef) and _body_key(node) in package_bodies():
         return f"`{name}` is the package's own function, copied: write it yourself"
+    used = sorted(set(forbidden) & mentions(statements))
+    if used:
+        return f"`{name}` uses `{used[0]}`, which the exercise asks you not to call: write it yourself"
     return None
 
 
+def mentions(statements: list[str]) -> set[str]:
+    """Every name, attribute and string these statements use, and what a used import alias stands for;
+    an import whose name nothing uses does not count (for a forbidden call).
+
+    >>> sorted(mentions(["from m import auc, holm as h", "def f(x):\\n    return h(x, 'sign_test')"]))
+    ['f', 'h', 'holm', 'sign_test', 'x']
+    """
+    found, aliases = set(), {}
+    for statement in _statements(statements):
+        if isinstance(statement, ast.Import | ast.ImportFrom):
+            aliases |= {(a.asname or a.name).split(".")[0]: a.name.split(".") for a in statement.names}
+            continue
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name):
+                found.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                found.add(node.attr)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 100:
+                found.add(node.value)
+            elif isinstance(node, ast.FunctionDef):
+                found.add(node.name)
+    return found | {part for bound, parts in aliases.items() if bound in found for part in parts}
+
+
+class _Anonymous(ast.NodeTransformer):
+    """A function body with its names renamed in order of appearance, constants and annotations dropped."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def _renamed(self, name: str) -> str:
+        return self.names.setdefault(name, f"v{len(self.names)}")
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.Name(id=self._renamed(node.id), ctx=node.ctx)
+
+    def visit_arg(self, node: ast.arg) -> ast.arg:
+        return ast.arg(arg=self._renamed(node.arg))
+
+    def visit_Constant(self, node: ast.Constant) -> ast.Constant:
+        return ast.Constant(value=type(node.value).__name__)
+
+
 def _body_key(node: ast.FunctionDef) -> str:
+    """The body up to names and constants (docstring dropped): a renamed copy has the same key.
+
+    >>> a, b = (ast.parse(s).body[0] for s in ("def f(x):\\n    y = x + 1\\n    return y",
+    ...                                       "def g(a):\\n    b = a + 2\\n    return b"))
+    >>> _body_key(a) == _body_key(b)
+    True
+    """
     body = node.body
     if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
         body = body[1:]  # the docstring does not count
-    return ast.dump(ast.Module(body=body, type_ignores=[]), annotate_fields=False)
+    anonymous = _Anonymous()
+    args = anonymous.visit(copy.deepcopy(node.args))
+    body = [anonymous.visit(copy.deepcopy(b)) for b in body]
+    return ast.dump(ast.Module(body=[ast.Expr(ast.Constant(len(args.args))), *body], type_ignores=[]),
+                    annotate_fields=False)
+
+
+def _substantial(node: ast.FunctionDef) -> bool:
+    """Two statements or more besides the docstring, and 20 syntax nodes: a one-liner is too common to be a copy."""
+    body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+    return len(body) > 1 and sum(1 for b in body for _ in ast.walk(b)) >= 20
 
 
 @cache
@@ -132,5 +197,5 @@ def package_bodies() -> frozenset[str]:
             tree = ast.parse(open(origin, encoding="utf-8").read())  # noqa: SIM115, PTH123
         except (OSError, SyntaxError):
             continue
-        keys |= {_body_key(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and len(n.body) > 1}
+        keys |= {_body_key(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and _substantial(n)}
     return frozenset(keys)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import nbformat
 
-from kit import definitions, sandbox, summary
+from kit import definitions, manual, sandbox, summary
 from kit.escape import csv_cell, md, shown
 from kit.hidden import Hidden, load
 from kit.runner import Kernel, Limits, Run, exercise_meta
@@ -41,7 +41,7 @@ from ragcourse.book.exercises import VARIANT_ENV, variant
 KIT = Path(__file__).resolve().parent
 ROOT = KIT.parent
 CHAPTER_FILE = re.compile(r"^(\d\d)[-_. ]")
-COLUMNS = ("student", "chapter", "exercise", "points", "max_points", "feedback")
+COLUMNS = ("student", "chapter", "exercise", "points", "max_points", "feedback", "automatic_points", "manual_note")
 MAX_NOTEBOOK = 64 << 20  # bytes: a notebook with its outputs; a bigger file is not read
 MAX_FEEDBACK = 500
 DEFAULT_LIMITS = Limits()
@@ -62,6 +62,8 @@ class Row:
     points: float
     max_points: int
     feedback: str
+    automatic_points: float | None = None  # set when an instructor's mark (OUT/manual.csv) replaced `points`
+    manual_note: str = ""
 
 
 def exercise_key(exercise: str) -> tuple[int, ...]:
@@ -382,6 +384,10 @@ class Output:
             raise ValueError(f"the output folder {out} is a link or not a folder")
         if out.is_dir() and any(out.iterdir()) and not (out / ".rows").is_dir():  # never write among other files
             raise ValueError(f"the output folder {out} holds files the grader did not write: choose a new one")
+        if manual.hand_edited(out):  # refused before anything is graded: the instructor's edit is never lost
+            raise ValueError(f"{out / 'grades.csv'} was edited by hand since the grader wrote it. Put each change "
+                             f"into {out / manual.FILE} (student,chapter,exercise,points,note), which every run "
+                             "applies, then delete grades.csv (or rename it to keep it) and grade again")
         out.mkdir(parents=True, exist_ok=True)
         self.root = out
         # a student folder named like grades.csv, or like SUBMISSIONS itself when it lies inside OUT, gets another
@@ -390,6 +396,7 @@ class Output:
         self.rows = self._folder(out / ".rows")
         self.earlier = {p.name for p in self.rows.glob("*.json") if ROWS_FILE.match(p.name)}
         self.problems: list[str] = []
+        self.manual_problems: list[str] = []
 
     def _folder(self, path: Path) -> Path:
         """A real folder at `path`: a link there is removed (never followed); a file there is kept (FileExistsError)."""
@@ -429,11 +436,21 @@ class Output:
 
     def report(self, log) -> None:
         """Say what the log must: feedback files not written, rows kept from an earlier run."""
-        for problem in self.problems:
+        for problem in self.problems + self.manual_problems:
             log(f">> {problem}")
         if self.earlier:
             log(f">> {len(self.earlier)} chapter(s) of students graded by an earlier run into {self.root} are kept "
                 "in grades.csv (delete OUT/.rows to start afresh)")
+
+    def _manual(self, rows: list[Row]) -> list[Row]:
+        """The rows with OUT/manual.csv's marks applied: points replaced, the automatic score kept beside them."""
+        marks, self.manual_problems = manual.read(self.root, rows)
+        out = []
+        for r in rows:
+            mark = marks.get((r.student, r.chapter, r.exercise))
+            out.append(r if mark is None else replace(r, points=mark.points, automatic_points=r.points,
+                                                      manual_note=f"manual mark: {mark.note or 'no note'}"))
+        return out
 
     def merge(self) -> list[Row]:
         """grades.csv and summary.md from every student's rows written so far, by student, chapter and exercise."""
@@ -442,12 +459,15 @@ class Output:
             if ROWS_FILE.match(path.name):  # not a file of another version of the grader
                 rows += [Row(**r) for r in json.loads(path.read_text(encoding="utf-8"))["rows"]]
         rows.sort(key=lambda r: (r.student, r.chapter, exercise_key(r.exercise)))
+        rows = self._manual(rows)
         buffer = io.StringIO()
         writer = csv.writer(buffer)
         writer.writerow(COLUMNS)
         writer.writerows((csv_cell(r.student), r.chapter, r.exercise, f"{r.points:g}", r.max_points,
-                          csv_cell(r.feedback)) for r in rows)
+                          csv_cell(r.feedback), f"{r.points if r.automatic_points is None else r.automatic_points:g}",
+                          csv_cell(r.manual_note)) for r in rows)
         self.write(self.root / "grades.csv", buffer.getvalue())
+        manual.record(self.root)
         self.write(self.root / "summary.md", summary.markdown(rows))
         return rows
 

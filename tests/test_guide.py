@@ -78,3 +78,39 @@ def test_a_cut_objective_is_caught():
     whole = guide_objectives()[2][0]
     assert is_whole(whole, text)
     assert not is_whole(whole.rsplit(" ", 3)[0], text), "an objective cut three words short passed as whole"
+
+
+def _rubrics() -> dict[str, str]:
+    """Exercise id -> its rubric (whitespace collapsed), for every exercise of every chapter that has one."""
+    from kit.student import answer_cells
+
+    found = {}
+    for path in CHAPTERS:
+        for cell in answer_cells(nbformat.read(path, as_version=4)):
+            meta = cell.metadata["exercise"]
+            if meta.get("kind") in guide.GRADED_BY_RUBRIC and meta.get("rubric", "").strip():
+                found[meta["id"]] = " ".join(meta["rubric"].split())
+    return found
+
+
+def _public_pages() -> dict[str, str]:
+    """The public guide's sources and, when the book was built, its HTML page, whitespace collapsed."""
+    pages = {p.name: p.read_text(encoding="utf-8") for p in (guide.OUT, guide.GUIDE)}
+    built = ROOT / "book" / "_build" / "html" / "instructor-guide.html"
+    if built.is_file():
+        pages[built.name] = re.sub(r"<[^>]+>", " ", built.read_text(encoding="utf-8"))
+    return {name: " ".join(text.replace("&#x27;", "'").replace("&#39;", "'").split()) for name, text in pages.items()}
+
+
+def test_the_public_guide_holds_no_rubric_and_the_instructor_edition_every_one(tmp_path):
+    """Issue 45: 6.4's rubric printed the expected prediction in the public book."""
+    rubrics = _rubrics()
+    assert "6.4" in rubrics and "'bluffs' is 'same'" in rubrics["6.4"]
+    for name, text in _public_pages().items():
+        shown = [ex for ex, rubric in rubrics.items() if rubric[:80] in text]
+        assert not shown, f"{name} shows the rubric of {shown}"
+        assert "'bluffs' is 'same'" not in text and "'ok' is True" not in text, name
+    assert guide.main(["--instructor", str(tmp_path / "guide.md")]) == 0
+    edition = " ".join((tmp_path / "guide.md").read_text(encoding="utf-8").split())
+    assert [ex for ex in rubrics if rubrics[ex][:80] not in edition] == []
+    assert "INSTRUCTOR edition" in edition and "PLACEHOLDER" in edition and "manual.csv" in edition

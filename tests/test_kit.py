@@ -166,7 +166,7 @@ def graded(tmp_path_factory):
 def test_grades_csv_has_the_columns_and_a_row_per_student_and_exercise(graded):
     folder, rows = graded
     header = (folder / "grades.csv").read_text(encoding="utf-8").splitlines()[0]
-    assert header == "student,chapter,exercise,points,max_points,feedback"
+    assert header == "student,chapter,exercise,points,max_points,feedback,automatic_points,manual_note"
     expected = [(s, e) for s in SUBMISSIONS for e in ("90.1", "90.2", "90.3")]
     assert [(r["student"], r["exercise"]) for r in rows] == expected
     assert {r["max_points"] for r in rows if r["exercise"] == "90.2"} == {"3"}
@@ -363,6 +363,48 @@ def test_output_regrading_replaces_a_chapter_and_keeps_the_others(tmp_path):
     assert (out / "notes.txt").read_text() == "keep me" and (out / "notes.txt (student)" / "feedback.md").is_file()
 
 
+def _grades(out: Path) -> dict[tuple[str, str], dict]:
+    with (out / "grades.csv").open(encoding="utf-8", newline="") as handle:
+        return {(r["student"], r["exercise"]): r for r in csv.DictReader(handle)}
+
+
+def test_manual_marks_survive_a_regrade_and_each_is_flagged(tmp_path, capsys):
+    """Issue 45: an instructor's marks live in OUT/manual.csv, applied on every run, beside the automatic score."""
+    from kit.grade import Output
+
+    out, subs = tmp_path / "out", tmp_path / "subs"
+    _output_rows(out, subs, ["ann", "bob", "=cmd"], "90", 1)  # a class graded
+    (out / "manual.csv").write_text("student,chapter,exercise,points,note\nann,90,90.1,2,reasoning credited\n"
+                                    "'=cmd,90,90.1,0,copied\nbob,90,90.1,7,too many\nzed,90,90.1,1,nobody\n",
+                                    encoding="utf-8")
+    _output_rows(out, subs, ["bob"], "90", 0.5)  # one student re-graded into the same folder
+    rows = _grades(out)
+    assert (rows["ann", "90.1"]["points"], rows["ann", "90.1"]["automatic_points"]) == ("2", "1")
+    assert rows["ann", "90.1"]["manual_note"] == "manual mark: reasoning credited"
+    assert (rows["'=cmd", "90.1"]["points"], rows["'=cmd", "90.1"]["automatic_points"]) == ("0", "1")
+    assert (rows["bob", "90.1"]["points"], rows["bob", "90.1"]["manual_note"]) == ("0.5", "")  # 7 > 2: refused
+    output = Output(out, subs)
+    output.merge()
+    output.report(print)
+    said = capsys.readouterr().out
+    assert "line 4: points 7 outside 0..2" in said and "line 5: no graded row for student 'zed'" in said
+    assert "| ann | 2 | 2 |" in (out / "summary.md").read_text(encoding="utf-8")
+    assert (out / "manual.csv").read_text(encoding="utf-8").count("\n") == 5  # never written by the grader
+
+
+def test_a_hand_edit_of_grades_csv_is_refused_loudly_and_kept(tmp_path):
+    from kit.grade import Output
+
+    out, subs = tmp_path / "out", tmp_path / "subs"
+    _output_rows(out, subs, ["ann"], "90", 1)
+    edited = (out / "grades.csv").read_text(encoding="utf-8").replace("ann,90,90.1,1,", "ann,90,90.1,2,")
+    (out / "grades.csv").write_text(edited, encoding="utf-8")
+    with pytest.raises(ValueError, match="edited by hand.*manual.csv"):
+        _output_rows(out, subs, ["ann"], "90", 1)
+    assert (out / "grades.csv").read_text(encoding="utf-8") == edited
+    Output(tmp_path / "fresh", subs)  # an output the grader wrote and nobody edited opens as before
+
+
 def test_the_grading_kernel_runs_the_tests_interpreter_and_versions(tmp_path):
     """Passes at home, fails when graded cannot happen: one environment, checked at both ends.
 
@@ -428,8 +470,10 @@ def test_guide_parses_the_chapter_box_and_lists_each_exercise():
     assert "**Time.** about 10 min to read, 1 min to run." in lines
     assert "| 90.2 | function | 3 | 10 | `clip` on 4 unseen lists" in lines
     assert "| 90.3 | prediction | 1 | 5 | A prediction" in lines
-    assert "**Rubric, exercise 90.3 (prediction).** Full: the prediction is made before measuring" in lines
+    assert "Rubric, exercise" not in lines and "Read against a rubric: 90.3 (the rubrics are in the" in lines
     assert "3 exercises, 6 points, about 20 min of exercises." in lines
+    instructor = "\n".join(guide.chapter_table(FIXTURE, load_checks(FIXTURE_CHECKS / "ch90.py"), instructor=True))
+    assert "**Rubric, exercise 90.3 (prediction).** Full: the prediction is made before measuring" in instructor
 
 
 def test_the_committed_guide_tables_are_current():

@@ -7,8 +7,9 @@ returns an expected value.
 from __future__ import annotations
 
 import re
-from typing import Any
+from functools import cache
 
+from kit.checks.compare import Partly, given, integer, items
 from kit.hidden import check
 from ragcourse.book.exercises import choose
 from ragcourse.corpus import load_corpus, sections
@@ -17,17 +18,11 @@ from ragcourse.groundtruth import GroundTruthError, Question, check_needle, coll
 EXAMPLE_REPEAT = "A blank line is required following a table."  # the chapter's own example, not accepted
 
 
-def _get(ns: dict[str, Any], name: str) -> Any:
-    assert name in ns, f"`{name}` is not defined: run your answer cell (and the cells above it) first"
-    return ns[name]
-
-
 @check("1.1", points=2)
 def section_of_rank(ns):
     """answer_section is the (doc id, title) of the headed section of rank RANK by length (end - start),
     ties broken by id, then title."""
-    answer = _get(ns, "answer_section")
-    assert isinstance(answer, tuple) and len(answer) == 2, "expected a pair (document id, section title)"
+    answer = tuple(items(given(ns, "answer_section"), "answer_section", 2))
     rank = choose("1.1", [1, 2, 3])
     found = {(d.id, s.title): s.end - s.start for d in load_corpus() for s in sections(d.text) if s.headed}
     assert answer in found, f"{answer!r} is not a (document id, section title) pair of the corpus"
@@ -40,7 +35,7 @@ def section_of_rank(ns):
 def repeated_needle(ns):
     """answer_repeat's needle has >= MIN_WORDS words, is not the chapter's example, lies in its doc and is
     rejected by check_needle as repeated; answer_why has a few words (0.75 without it)."""
-    answer = _get(ns, "answer_repeat")
+    answer = given(ns, "answer_repeat")
     assert isinstance(answer, dict) and {"doc", "needle"} <= set(answer), 'expected {"doc": ..., "needle": ...}'
     docs = load_corpus()
     needle, min_words = collapse(str(answer["needle"])), choose("1.2", [8, 10, 6])
@@ -53,12 +48,12 @@ def repeated_needle(ns):
     try:
         check_needle(Question("ex", answer["doc"], needle, "?", "?"), docs)
     except GroundTruthError as error:
-        assert "occurs" in str(error), f"check_needle rejects it, but not because it repeats: {error}"
+        assert "occurs" in str(error), "check_needle rejects it, but not because it repeats"
     else:
         raise AssertionError("check_needle accepts it: this sentence occurs exactly once")
     why = ns.get("answer_why")
     if not (isinstance(why, str) and len(why.split()) >= 4):
-        return 0.75  # the needle is right; the one-sentence explanation is missing
+        return Partly(0.75, "the repeated sentence is right; `answer_why` needs a sentence of at least 4 words")
     return None
 
 
@@ -92,7 +87,7 @@ HAND_BUILT = [
 def code_block_counter(ns):
     """count_code_blocks is right on 9 hand-built texts (nested runs, quotes, indents, an unclosed block)
     and on all 13 documents: full marks for both groups, a third for one of them."""
-    fn = _get(ns, "count_code_blocks")
+    fn = given(ns, "count_code_blocks")
     assert callable(fn), "count_code_blocks should be a function"
     groups = {"hand-built texts": HAND_BUILT, "documents": [d.text for d in load_corpus()]}
     wrong = {name: [i for i, text in enumerate(texts) if not _counts_right(fn, text)] for name, texts in groups.items()}
@@ -100,8 +95,7 @@ def code_block_counter(ns):
         return None
     feedback = "; ".join(f"{len(w)} of {len(groups[name])} {name} counted wrong" for name, w in wrong.items() if w)
     assert not all(wrong.values()), feedback + " (check fences inside blocks, block quotes and unclosed blocks)"
-    print(f"Exercise 1.3: {feedback}; check fences inside blocks, block quotes and unclosed blocks")
-    return 1 / 3
+    return Partly(1 / 3, feedback + " (check fences inside blocks, block quotes and unclosed blocks)")
 
 
 def _counts_right(fn, text: str) -> bool:
@@ -109,16 +103,23 @@ def _counts_right(fn, text: str) -> bool:
         got = fn(text)
     except Exception:  # noqa: BLE001 - a student's function may raise anything
         return False
-    return isinstance(got, int) and got == _reference_count(text)
+    try:
+        return integer(got, "the count") == _reference_count(text)
+    except AssertionError:
+        return False
 
 
 @check("1.4", points=1)
 def prediction_made(ns):
     """Completion: prediction_unique is an int in [0, questions]; prediction_reason has a few words
     (half marks without it)."""
-    value = _get(ns, "prediction_unique")
-    n = len(load_questions())
-    assert isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= n, (
-        f"prediction_unique should be an integer from 0 to {n}")
+    integer(given(ns, "prediction_unique"), "prediction_unique", 0, _questions())
     reason = ns.get("prediction_reason")
-    return None if isinstance(reason, str) and len(reason.split()) >= 3 else 0.5
+    if isinstance(reason, str) and len(reason.split()) >= 3:
+        return None
+    return Partly(0.5, "the prediction is recorded; `prediction_reason` needs a sentence of at least 3 words")
+
+
+@cache  # the same for every student
+def _questions() -> int:
+    return len(load_questions())

@@ -6,8 +6,10 @@ returns an expected value.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
+from kit.checks.compare import Partly, given, integer, reference
 from kit.hidden import check
 from ragcourse.book.exercises import choose
 from ragcourse.chunking import chunk, chunk_corpus
@@ -26,11 +28,6 @@ HAND_BUILT = [
 ]
 
 
-def _get(ns: dict[str, Any], name: str) -> Any:
-    assert name in ns, f"`{name}` is not defined: run your answer cell (and the cells above it) first"
-    return ns[name]
-
-
 def _tokenizer(ns: dict[str, Any]):
     if "tokenizer" in ns:
         return ns["tokenizer"]
@@ -47,8 +44,7 @@ def _tail_problem(tokenizer, fn, content: str, n: int) -> str | None:
         return f"raised {type(error).__name__}"
     if not isinstance(tail, str) or not content.endswith(tail):
         return "did not return a suffix of its input"
-    enc = tokenizer(content, add_special_tokens=False, return_offsets_mapping=True)
-    starts, words = [s for s, _ in enc["offset_mapping"]], enc.word_ids()
+    starts, words = _pieces(tokenizer, content)
     at = len(content) - len(tail)
     if len(starts) <= n:
         return None if at == 0 else "a text with n word-pieces or fewer should come back whole"
@@ -62,31 +58,48 @@ def _tail_problem(tokenizer, fn, content: str, n: int) -> str | None:
     return None
 
 
+@cache  # the same for every student
+def _contents() -> list[str]:
+    return [c.content for c in chunk_corpus(load_corpus(), "D")][::13][:60]
+
+
+_PIECES: dict[str, tuple[list[int], list]] = {}
+
+
+def _pieces(tokenizer, content: str) -> tuple[list[int], list]:
+    """The start offset and word number of each word-piece of `content` (kept: every student meets the same texts)."""
+    if content not in _PIECES:
+        enc = tokenizer(content, add_special_tokens=False, return_offsets_mapping=True)
+        _PIECES[content] = ([s for s, _ in enc["offset_mapping"]], enc.word_ids())
+    return _PIECES[content]
+
+
 @check("2.1", points=3)
 def token_tail_properties(ns):
     """token_tail(content, n) is the shortest word-start suffix holding >= n word-pieces, on 7 hand-built texts
     and 60 strategy-D contents, for n in (N_TAIL, 5, 40); half marks when only one group fails."""
-    fn = _get(ns, "token_tail")
+    fn = given(ns, "token_tail")
     assert callable(fn), "token_tail should be a function"
-    tokenizer = _tokenizer(ns)
+    with reference("the tokenizer and the chunk contents"):
+        tokenizer = _tokenizer(ns)
+        contents = _contents()
     n_tail = choose("2.1", [16, 12, 20])
-    contents = [c.content for c in chunk_corpus(load_corpus(), "D")][::13][:60]
     groups = {"hand-built texts": HAND_BUILT, "corpus contents": contents}
     failures = {}
     for name, texts in groups.items():
         for n in (n_tail, 5, 40):
             problems = [p for p in (_tail_problem(tokenizer, fn, t, n) for t in texts) if p]
             if problems:
-                failures[name] = f"{name}, n={n}: {problems[0]}"
+                failures[name] = f"{name}, for one of the n tried: {problems[0]}"
                 break
     if not failures:
         return None
     feedback = "; ".join(failures.values())
     assert len(failures) < len(groups), feedback
-    print(f"Exercise 2.1: {feedback}")
-    return 0.5
+    return Partly(0.5, feedback)
 
 
+@cache  # the same for every student: computed once per grading run
 def _blind_losses(low: int) -> dict[int, int]:
     docs, questions = load_corpus(), load_questions()
     by_doc = {d.id: [q.needle for q in questions if q.doc == d.id] for d in docs}
@@ -99,24 +112,32 @@ def _blind_losses(low: int) -> dict[int, int]:
 def best_blind_size(ns):
     """best_size is the smallest blind size in [LOW, LOW + 512] that destroys the fewest needles (recomputed per
     document with the package); half marks for a size that ties on the fewest but is not the smallest."""
-    answer = _get(ns, "best_size")
     low = choose("2.2", [512, 400, 600])
-    assert isinstance(answer, int) and low <= answer <= low + 512, f"expected an integer from {low} to {low + 512}"
-    losses = _blind_losses(low)
+    answer = integer(given(ns, "best_size"), "best_size", low, low + 512)
+    with reference("the needles each blind size destroys"):
+        losses = _blind_losses(low)
     fewest = min(losses.values())
     assert losses[answer] == fewest, (
         f"blind chunks of {answer} characters destroy {losses[answer]}; some size destroys fewer")
-    return None if answer == min(t for t, n in losses.items() if n == fewest) else 0.5
+    if answer == min(t for t, n in losses.items() if n == fewest):
+        return None
+    return Partly(0.5, f"{answer} destroys the fewest needles, but so does a smaller size: the text asks for "
+                  "the smallest")
 
 
 @check("2.3", points=1)
 def prediction_made(ns):
     """Completion: predicted_destroyed and predicted_over_window are non-negative ints (destroyed at most the
     number of needles); prediction_reason has a few words (half marks without it)."""
-    destroyed, over = _get(ns, "predicted_destroyed"), _get(ns, "predicted_over_window")
-    n = len(load_questions())
-    for name, value, top in (("predicted_destroyed", destroyed, n), ("predicted_over_window", over, 100_000)):
-        assert isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= top, (
-            f"{name} should be an integer from 0 to {top}")
+    n = _questions()
+    for name, top in (("predicted_destroyed", n), ("predicted_over_window", 100_000)):
+        integer(given(ns, name), name, 0, top)
     reason = ns.get("prediction_reason")
-    return None if isinstance(reason, str) and len(reason.split()) >= 3 else 0.5
+    if isinstance(reason, str) and len(reason.split()) >= 3:
+        return None
+    return Partly(0.5, "both predictions are recorded; `prediction_reason` needs a sentence of at least 3 words")
+
+
+@cache  # the same for every student
+def _questions() -> int:
+    return len(load_questions())

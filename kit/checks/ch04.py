@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from kit.checks.compare import Partly, given, in_grid, keyed, number, reference
 from kit.hidden import check
 from ragcourse.bm25 import BM25
 from ragcourse.evaluation import evaluate
@@ -22,37 +23,46 @@ def _bm25_mrr(ns, k1: float, b: float) -> float:
 
 def _hybrid_mrr(ns, w: float, k: float = 60) -> float:
     dense, bm25 = ns["dense_lists"], ns["bm25_lists"]
-    return _mrr(ns, {q.id: weighted_rrf([dense[q.id], bm25[q.id]], [1.0, w], k=k) for q in ns["qs"]})
+    return _mrr(ns, {q.id: weighted_rrf([dense[q.id], bm25[q.id]], [1.0, float(w)], k=float(k)) for q in ns["qs"]})
+
+
+#: How close an MRR must be: the texts ask for 3 decimal places or more, so a value rounded to 3 passes.
+MRR_TOLERANCE = 0.0005 + 1e-9
 
 
 @check("4.1", points=2)
 def tuned_bm25(ns):
     """answer_4_1 is the grid pair with the highest BM25 MRR, with that MRR
     (1 point: a grid pair whose MRR recomputes)."""
-    answer = ns.get("answer_4_1")
-    assert isinstance(answer, dict) and {"k1", "b", "mrr"} <= set(answer), "answer_4_1 needs k1, b and mrr"
-    assert answer["k1"] in ns["GRID_K1"] and answer["b"] in ns["GRID_B"], "(k1, b) must come from the grid"
-    grid = [_bm25_mrr(ns, k1, b) for k1 in ns["GRID_K1"] for b in ns["GRID_B"]]
-    return _best_on_grid("4.1", answer, _bm25_mrr(ns, answer["k1"], answer["b"]), grid, "(k1, b)")
+    answer = keyed(given(ns, "answer_4_1"), "answer_4_1")
+    assert {"k1", "b", "mrr"} <= set(answer), "answer_4_1 needs k1, b and mrr"
+    k1, b = in_grid(answer["k1"], list(ns["GRID_K1"])), in_grid(answer["b"], list(ns["GRID_B"]))
+    assert k1 is not None and b is not None, "(k1, b) must come from the grid"
+    with reference("the MRR of each grid pair"):
+        grid = [_bm25_mrr(ns, k, c) for k in ns["GRID_K1"] for c in ns["GRID_B"]]
+        mine = _bm25_mrr(ns, k1, b)
+    return _best_on_grid(number(answer["mrr"], "answer_4_1['mrr']"), mine, grid, "(k1, b)")
 
 
 @check("4.2", points=2)
 def weighted_rrf_weight(ns):
     """answer_4_2 is the weight in GRID_W with the highest hybrid MRR, with that MRR
     (1 point: a correct MRR, not the best)."""
-    answer = ns.get("answer_4_2")
-    assert isinstance(answer, dict) and {"w", "mrr"} <= set(answer), "answer_4_2 needs w and mrr"
-    assert answer["w"] in ns["GRID_W"], "w must come from GRID_W"
-    grid = [_hybrid_mrr(ns, w) for w in ns["GRID_W"]]
-    return _best_on_grid("4.2", answer, _hybrid_mrr(ns, answer["w"]), grid, "w")
+    answer = keyed(given(ns, "answer_4_2"), "answer_4_2")
+    assert {"w", "mrr"} <= set(answer), "answer_4_2 needs w and mrr"
+    w = in_grid(answer["w"], list(ns["GRID_W"]))
+    assert w is not None, "w must come from GRID_W"
+    with reference("the MRR of each weight"):
+        grid = [_hybrid_mrr(ns, x) for x in ns["GRID_W"]]
+        mine = _hybrid_mrr(ns, w)
+    return _best_on_grid(number(answer["mrr"], "answer_4_2['mrr']"), mine, grid, "w")
 
 
-def _best_on_grid(exercise: str, answer: dict, mine: float, grid: list[float], what: str) -> float | None:
+def _best_on_grid(stated: float, mine: float, grid: list[float], what: str) -> Partly | None:
     """Full marks for the grid's best MRR, half for a correct MRR of another point (the student's `what`)."""
-    assert math.isclose(mine, float(answer["mrr"]), abs_tol=1e-6), f"the MRR does not recompute for your {what}"
+    assert abs(mine - stated) <= MRR_TOLERANCE, f"the MRR you give does not recompute for your {what}"
     if not math.isclose(mine, max(grid), abs_tol=1e-12):
-        print(f"Exercise {exercise}: your MRR is computed correctly, but another {what} on the grid scores higher")
-        return 0.5
+        return Partly(0.5, f"your MRR is computed correctly, but another {what} on the grid scores higher")
     return None
 
 
@@ -60,15 +70,18 @@ def _best_on_grid(exercise: str, answer: dict, mine: float, grid: list[float], w
 def rrf_k_sweep(ns):
     """answer_4_3 maps every k in GRID_RRF_K to the plain-RRF hybrid's MRR
     (partial marks by the share that recompute)."""
-    answer = ns.get("answer_4_3")
-    assert isinstance(answer, dict), "answer_4_3 must be a dict {k: mrr}"
-    assert sorted(answer) == sorted(ns["GRID_RRF_K"]), "one MRR for each k in GRID_RRF_K, no other keys"
-    right = [k for k in answer if math.isclose(float(answer[k]), _hybrid_mrr(ns, 1.0, k), abs_tol=1e-6)]
-    if len(right) == len(answer):
+    answer = keyed(given(ns, "answer_4_3"), "answer_4_3")
+    grid = list(ns["GRID_RRF_K"])
+    mine = {in_grid(k, grid): v for k, v in answer.items()}
+    assert len(answer) == len(grid) and None not in mine, "one MRR for each k in GRID_RRF_K, no other keys"
+    with reference("the MRR at each k"):
+        expected = {k: _hybrid_mrr(ns, 1.0, k) for k in grid}
+    right = [k for k in grid if abs(number(mine[k], "each MRR") - expected[k]) <= MRR_TOLERANCE]
+    if len(right) == len(grid):
         return None
     assert right, "no value recomputes: fuse the dense and BM25 rankings with rrf(..., k=k) for each k"
-    print(f"Exercise 4.3: {len(answer) - len(right)} of {len(answer)} values do not recompute")
-    return len(right) / len(answer)
+    return Partly(len(right) / len(grid), f"{len(grid) - len(right)} of {len(grid)} MRRs do not recompute "
+                  "(plain RRF of the dense and BM25 rankings at that k)")
 
 
 _RRF_CASES = [
@@ -81,33 +94,40 @@ _RRF_CASES = [
     ([["u", "v"], ["v", "t"], ["t", "u"]], 60),
     ([["a", "b"], ["c", "b"]], 1),  # ranks count from 1: b (2nd twice) beats a and c (1st once)
     ([["a", "b", "y"], ["x", "c", "y"]], 1),  # a, x and y tie at 0.5: the best rank, then first appearance
+    # ranks from 0 instead of 1 change the order in each of these four
+    ([["d", "c", "f", "a"], ["e", "b", "c"]], 1),
+    ([["a", "f"], ["f", "d", "e", "c"], ["b", "f", "e", "c"]], 2),
+    ([["e", "f", "b"], ["a", "e", "f", "d"], ["c", "b", "e", "d"]], 1),
+    ([["b", "c"], ["e", "a", "b", "f"], ["c", "a", "b"]], 1),
 ]
 
 
 @check("4.4", points=3, by_hand=True)
 def rrf_function(ns):
-    """rrf_by_hand(lists, k) returns the package's rrf order on 9 unseen hand-built cases, ties included
-    (partial by share)."""
-    fn = ns.get("rrf_by_hand")
+    """rrf_by_hand(lists, k) returns the package's rrf order on 13 unseen hand-built cases, ties included and
+    4 that ranks counted from 0 get wrong (partial by share)."""
+    fn = given(ns, "rrf_by_hand")
     assert callable(fn), "define a function rrf_by_hand(lists, k=60)"
+    with reference("the package's rrf"):
+        expected = [rrf(lists, k=k) for lists, k in _RRF_CASES]
     wrong = 0
-    for lists, k in _RRF_CASES:
+    for (lists, k), want in zip(_RRF_CASES, expected, strict=True):
         try:
-            ok = list(fn(lists, k=k)) == rrf(lists, k=k)
-        except Exception:  # a crash on one case costs that case only
+            ok = list(fn(lists, k=k)) == want
+        except Exception:  # noqa: BLE001 - a crash on one case costs that case only
             ok = False
         wrong += not ok
     if wrong == 0:
         return None
     assert wrong < len(_RRF_CASES), "wrong on every case: sum 1/(k + rank) with ranks from 1, best first"
-    print(f"Exercise 4.4: {wrong} of {len(_RRF_CASES)} cases differ (check ties: best rank, then first appearance)")
-    return 1 - wrong / len(_RRF_CASES)
+    return Partly(1 - wrong / len(_RRF_CASES), f"{wrong} of {len(_RRF_CASES)} unseen cases differ (check that ranks "
+                  "count from 1, and ties: best rank, then first appearance)")
 
 
 @check("4.5", points=1)
 def header_prediction(ns):
     """Completion: prediction_4_5 has a direction among up/down/same and a reason of 4+ words."""
-    pred = ns.get("prediction_4_5")
+    pred = given(ns, "prediction_4_5")
     assert isinstance(pred, dict), "prediction_4_5 must be a dict"
     assert pred.get("direction") in ("up", "down", "same"), "direction must be 'up', 'down' or 'same'"
     assert len(str(pred.get("why", "")).split()) >= 4, "give a reason in a sentence ('why')"

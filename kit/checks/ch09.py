@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from kit.checks.compare import Partly, given, integer, items, keyed, reference
 from kit.hidden import check
 
 
 @check("9.1", points=1)
 def predicted_before_measuring(ns):
     """A prediction was written: a direction among up, down and same, and a sentence of reasoning (completion)."""
-    prediction = ns.get("prediction_9_1")
+    prediction = given(ns, "prediction_9_1")
     assert isinstance(prediction, dict), "prediction_9_1 must be a dict with 'direction' and 'why'"
     assert prediction.get("direction") in ("up", "down", "same"), "'direction' must be 'up', 'down' or 'same'"
     why = prediction.get("why")
@@ -26,7 +27,7 @@ UNSEEN = [
 ]
 
 
-@check("9.2", points=3)
+@check("9.2", points=3, forbids=("parse_breaks",))
 def usable_breaks_on_unseen_replies(ns):
     """usable_breaks(answer, n) equals parse_breaks(answer, n).breaks on 20 replies the notebook never shows:
     7 usable ones (repeats, order, allowed words), 5 without a break, 8 that only the rules reject (prose,
@@ -34,19 +35,21 @@ def usable_breaks_on_unseen_replies(ns):
     (keeping every number in 2..n, ignoring the rules, gets 12: nothing)."""
     from ragcourse.genre_chunking import parse_breaks
 
-    fn = ns.get("usable_breaks")
+    fn = given(ns, "usable_breaks")
     assert callable(fn), "define usable_breaks(answer, n) -> tuple"
+    with reference("the package's parse_breaks"):
+        expected = [parse_breaks(answer, n).breaks for answer, n in UNSEEN]
     right = 0
-    for answer, n in UNSEEN:
+    for (answer, n), want in zip(UNSEEN, expected, strict=True):
         try:
-            got = fn(answer, n)
-            right += tuple(got) == parse_breaks(answer, n).breaks
+            right += tuple(items(fn(answer, n), "the breaks")) == tuple(want)
         except Exception:  # noqa: BLE001 - a crash on one input costs that input only
             pass
     if right == len(UNSEEN):
         return None
-    assert right >= 13, f"{right} of {len(UNSEEN)} unseen replies right: apply every rule, in the order given"
-    return 2 / 3 if right >= 16 else 1 / 3
+    why = f"{right} of {len(UNSEEN)} unseen replies right: apply every rule, in the order given"
+    assert right >= 13, why
+    return Partly(2 / 3 if right >= 16 else 1 / 3, why)
 
 
 @check("9.3", points=2)
@@ -57,15 +60,17 @@ def needles_destroyed_at_the_exercise_budget(ns):
     from ragcourse.genres import GENRES, load_genre
     from ragcourse.groundtruth import load_genre_questions
 
-    answer, target = ns.get("answer_9_3"), ns["TARGET_9_3"]
-    assert isinstance(answer, dict) and sorted(answer) == sorted(GENRES), \
-        f"answer_9_3 needs one count per genre {GENRES}"
+    answer, target = keyed(given(ns, "answer_9_3"), "answer_9_3"), int(ns["TARGET_9_3"])
+    assert sorted(map(str, answer)) == sorted(GENRES), f"answer_9_3 needs one count per genre {GENRES}"
     right = 0
     for genre in GENRES:
-        docs = load_genre(genre)
-        needles = [q.needle for q in load_genre_questions(genre, corpus=docs)]
-        right += answer[genre] == len(answers_destroyed(chunk_corpus(docs, "A", target=target), needles))
+        with reference("the needles destroyed per genre"):
+            docs = load_genre(genre)
+            needles = [q.needle for q in load_genre_questions(genre, corpus=docs)]
+            expected = len(answers_destroyed(chunk_corpus(docs, "A", target=target), needles))
+        right += integer(answer[genre], f"answer_9_3[{genre!r}]") == expected
     if right == len(GENRES):
         return None
-    assert right >= 2, "check the strategy (A), the budget (TARGET_9_3) and that you count needles, not chunks"
-    return 1 / 2
+    why = "check the strategy (A), the budget (TARGET_9_3) and that you count needles, not chunks"
+    assert right >= 2, why
+    return Partly(1 / 2, f"{len(GENRES) - right} of {len(GENRES)} genres wrong: {why}")

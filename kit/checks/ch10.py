@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import math
-
+from kit.checks.compare import Partly, given, items, number, reference
 from kit.hidden import check
 
 
 @check("10.1", points=1)
 def predicted_before_measuring(ns):
     """A prediction was written: a number in [0, 1] and a sentence of reasoning (completion; rubric in the guide)."""
-    value, reason = ns.get("prediction_10_1"), ns.get("reason_10_1")
-    assert isinstance(value, int | float) and not isinstance(value, bool), "prediction_10_1 must be a number"
-    assert math.isfinite(value) and 0 <= value <= 1, "prediction_10_1 must be an MRR, between 0 and 1"
+    value, reason = number(given(ns, "prediction_10_1"), "prediction_10_1"), ns.get("reason_10_1")
+    assert 0 <= value <= 1, "prediction_10_1 must be an MRR, between 0 and 1"
     assert isinstance(reason, str) and len(reason.split()) >= 5, "reason_10_1 needs a sentence of reasoning"
 
 
@@ -35,7 +33,7 @@ UNSEEN = [
 def last_error_line_on_unseen_tickets(ns):
     """last_error_line on 8 tickets the notebook never shows: plain and chained tracebacks, dotted names,
     warnings, padding, no traceback at all, the empty ticket. 8 right: full; 6-7: two thirds; 3-5: one third."""
-    fn = ns.get("last_error_line")
+    fn = given(ns, "last_error_line")
     assert callable(fn), "define last_error_line(ticket) -> str"
     right = 0
     for ticket, expected in UNSEEN:
@@ -45,8 +43,9 @@ def last_error_line_on_unseen_tickets(ns):
             pass
     if right == len(UNSEEN):
         return None
-    assert right >= 3, f"{right} of {len(UNSEEN)} unseen tickets right: check chained tracebacks and padding"
-    return 2 / 3 if right >= 6 else 1 / 3
+    why = f"{right} of {len(UNSEEN)} unseen tickets right: check chained tracebacks and padding"
+    assert right >= 3, why
+    return Partly(2 / 3 if right >= 6 else 1 / 3, why)
 
 
 @check("10.3", points=2)
@@ -55,9 +54,9 @@ def feedback_under_the_reranker(ns):
     from ragcourse import evaluation
 
     runs, by_phrasing = ns["runs"], ns["by_phrasing"]
-    d = evaluation.detectable(by_phrasing(runs["feedback + rerank"], "ticket"),
-                              by_phrasing(runs["none + rerank"], "ticket"))
-    answer = ns.get("answer_10_3")
-    assert isinstance(answer, tuple) and len(answer) == 2, "answer_10_3 must be a (difference, p) pair"
+    with reference("the paired difference"):
+        d = evaluation.detectable(by_phrasing(runs["feedback + rerank"], "ticket"),
+                                  by_phrasing(runs["none + rerank"], "ticket"))
+    answer = [number(x, "answer_10_3") for x in items(given(ns, "answer_10_3"), "answer_10_3", 2)]
     assert abs(answer[0] - d.difference) <= 0.0015, "the difference is off: feedback + rerank minus none + rerank"
     assert abs(answer[1] - d.p) <= 0.002, "the p-value is off: use evaluation.detectable, paired by question"
