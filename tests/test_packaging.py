@@ -7,6 +7,7 @@ test environment has the capped setuptools), so nothing is written into the chec
 from __future__ import annotations
 
 import email
+import importlib.util
 import os
 import re
 import shutil
@@ -114,3 +115,14 @@ def test_the_package_urls_are_the_book_repository_setting():
     url = config["repository"]["url"]
     urls = pyproject()["project"].get("urls", {})
     assert urls == ({"Source": url} if url else {})
+
+
+def test_the_repository_and_launch_buttons_follow_the_one_setting():
+    spec = importlib.util.spec_from_file_location("repository_ext", ROOT / "book" / "_ext" / "repository.py")
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    off = ext.buttons({"repository_url": "", "launch_buttons": {"notebook_interface": "classic"}})
+    assert off["use_repository_button"] is False and off["launch_buttons"]["binderhub_url"] == ""
+    on = ext.buttons({"repository_url": " https://example.org/r ", "use_repository_button": False})
+    assert on["use_repository_button"] is True and on["repository_url"] == "https://example.org/r"
+    assert on["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
