@@ -133,7 +133,7 @@ test: lint book
 ifneq ($(NETNS),yes)
 	@echo ">> unshare -n is unavailable: relying on pytest-socket alone"
 endif
-	@$(PY) scripts/wheelhouse.py >/dev/null
+	@$(if $(TORCH_INDEX_ARGS),PIP_EXTRA_INDEX_URL=$(TORCH_CPU_INDEX)) $(PY) scripts/wheelhouse.py >/dev/null
 	RAGCOURSE_REQUIRE_BOOK=1 RAGCOURSE_REQUIRE_WHEELHOUSE=1 $(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
 	@echo ">> nbval again, with an older CPU's kernels and a cold cache"
 	rm -rf data/cache-older-cpu
@@ -178,7 +178,7 @@ bench: $(STAMPS)/install $(STAMPS)/corpus
 # What tests/test_wheel_install.py installs from, offline: the wheel's dependencies under the lock, in the user
 # cache (one folder per lock, built once per machine; `make test` builds it first).
 wheelhouse: $(STAMPS)/install
-	$(PY) scripts/wheelhouse.py
+	$(if $(TORCH_INDEX_ARGS),PIP_EXTRA_INDEX_URL=$(TORCH_CPU_INDEX)) $(PY) scripts/wheelhouse.py
 
 # On a quiet machine only: the chapters quote this one record (with its machine description).
 timings: $(STAMPS)/install $(STAMPS)/corpus

@@ -1,7 +1,8 @@
 """A local wheelhouse of what the ragcourse wheel needs, pinned by the lock (`make wheelhouse`), built once per machine.
 
 tests/test_wheel_install.py installs the wheel into a fresh venv from this folder alone (`--no-index`), offline.
-It is built at set-up time, when the package registries are reachable: the package's wheel is built from
+It is built at set-up time, when the package registries are reachable (`make` adds PyTorch's CPU index through
+PIP_EXTRA_INDEX_URL where it answers): the package's wheel is built from
 the sources, then `pip download` resolves its dependencies under `-c requirements.txt` (the lock) into
 the folder. The folder's name carries the lock's hash, so a new lock makes a new wheelhouse and an old
 one is reused as it is. Prints the folder.
