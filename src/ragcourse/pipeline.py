@@ -62,7 +62,7 @@ class Retriever:
 
     strategy: str
     chunks: list[Chunk]
-    dense: DenseIndex
+    dense: DenseIndex | None  # None: built for BM25 alone
     bm25: BM25
     _vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -101,12 +101,14 @@ class Retriever:
 
 
 def build(strategy: str = "E", corpus: list[Document] | None = None, embedder: Embedder | None = None,
-          target: int = TARGET, overlap: int = OVERLAP, progress: bool | None = None) -> Retriever:
-    """Chunk the corpus (default: `load_corpus()`) with one strategy and index it both ways."""
+          target: int = TARGET, overlap: int = OVERLAP, progress: bool | None = None,
+          dense: bool = True) -> Retriever:
+    """Chunk the corpus (default: `load_corpus()`) with one strategy and index it both ways (BM25 alone: dense=False,
+    which loads no model)."""
     if corpus is None:
         from .corpus import load_corpus
 
         corpus = load_corpus()
     chunks = chunk_corpus(corpus, strategy, target=target, overlap=overlap)
-    dense = DenseIndex.build(chunks, embedder, progress=progress)
-    return Retriever(strategy, chunks, dense, BM25([c.text for c in chunks]))
+    index = DenseIndex.build(chunks, embedder, progress=progress) if dense else None
+    return Retriever(strategy, chunks, index, BM25([c.text for c in chunks]))

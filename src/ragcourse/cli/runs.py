@@ -227,13 +227,15 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
     if len(questions) < 2:
         raise ValueError(f"{len(questions)} question(s): intervals over questions need at least 2")
     qs = folder_queries(questions)
-    vectors = _query_vectors(embedder, {q.id: q.text for q in qs})
+    lexical = set(settings.methods) == {"bm25"} and not out_of_domain  # BM25 alone loads no model (nor torch)
+    vectors = {} if lexical else _query_vectors(embedder, {q.id: q.text for q in qs})
     ood_vectors = _query_vectors(embedder, {o.id: o.query for o in out_of_domain})
     runs, rows, chunks = [], [], {}
     reranker = settings.reranker() if settings.rerank and settings.reranker else None
     for strategy in settings.strategies:
         progress(f"strategy {strategy}: chunking and embedding {len(corpus.documents)} documents")
-        retriever = pipeline.build(strategy, corpus=list(corpus.documents), embedder=embedder, progress=bar)
+        retriever = pipeline.build(strategy, corpus=list(corpus.documents), embedder=embedder, progress=bar,
+                                   dense=not lexical)
         destroyed, chunks = _destroyed(retriever, questions), chunks or {c.id: c for c in retriever.chunks}
         if reranker is not None and retriever.chunks:
             progress(f"strategy {strategy}: preparing the reranker")

@@ -1,0 +1,93 @@
+"""The "Run this chapter" box (book/_ext/run_costs.py): its figures come from the timing record's "notebooks"
+section, a page in the record's scope without figures fails the build, and the built pages show the box."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from docutils import nodes
+from docutils.frontend import get_default_settings
+from docutils.parsers.rst import Parser
+from docutils.utils import new_document
+from sphinx.errors import ExtensionError
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "book" / "_build" / "html"
+ROW = {"wall_s": 93.0, "cpu_s": 34.5, "peak_rss_mib": 655, "load_average_before": [3.6, 1.3, 0.5],
+       "load_average_after": [6.56, 2.9, 1.2]}
+MACHINE = {"cpu": "AMD EPYC", "cores": 2, "memory_gib": 24, "python": "3.11.7", "date": "2026-12-04"}
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import notebook_costs  # noqa: E402
+
+
+def extension():
+    spec = importlib.util.spec_from_file_location("run_costs_ext", ROOT / "book" / "_ext" / "run_costs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def chapter(text: str = "Title\n=====\n\n.. admonition:: In this chapter\n\n   learn\n\nBody.\n"):
+    document = new_document("page", get_default_settings(Parser))
+    Parser().parse(text, document)
+    return document
+
+
+def app_with(tmp_path: Path, section: dict) -> SimpleNamespace:
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "timings.json").write_text(json.dumps({"notebooks": section}), encoding="utf-8")
+    (tmp_path / "book").mkdir()
+    return SimpleNamespace(confdir=str(tmp_path / "book"))
+
+
+def test_the_box_gives_minutes_memory_load_set_up_and_download_after_the_opening_box(tmp_path):
+    section = {"scope": ["02-chunking"], "pages": {"02-chunking": ROW}, "machine": MACHINE,
+               "setup": "make install corpus", "cache": "empty"}
+    doctree = chapter()
+    extension().add_box(app_with(tmp_path, section), doctree, "notebooks/02-chunking")
+    first = doctree.next_node(nodes.section)
+    assert first.children[1].next_node(nodes.title).astext() == "In this chapter"
+    text = first.children[2].astext()
+    assert text.startswith("Run this chapter")
+    assert "1.6 min of wall time (0.6 min of CPU time)" in text and "0.64 GB of memory" in text  # 93/60, 655/1024
+    assert "a load average of 3.6 to 6.6" in text and "make install corpus" in text
+    assert first.children[2].next_node(nodes.reference)["refuri"] == "../_sources/notebooks/02-chunking.ipynb"
+
+
+def test_a_page_in_scope_without_figures_fails_and_one_outside_gets_no_box(tmp_path):
+    section = {"scope": ["02-chunking", "labs/03-lab"], "pages": {"02-chunking": ROW}, "machine": MACHINE,
+               "setup": "make install corpus", "cache": "empty"}
+    app = app_with(tmp_path, section)
+    with pytest.raises(ExtensionError, match="labs/03-lab"):
+        extension().add_box(app, chapter(), "notebooks/labs/03-lab")
+    doctree = chapter()
+    extension().add_box(app, doctree, "notebooks/04-other")
+    extension().add_box(app, doctree, "glossary")
+    assert "Run this chapter" not in doctree.astext()
+
+
+def test_pages_are_keyed_by_their_path_under_notebooks():
+    assert notebook_costs.page_key(Path("notebooks/03-dense-retrieval.ipynb")) == "03-dense-retrieval"
+    assert notebook_costs.page_key(Path("notebooks/labs/03-lab.ipynb")) == "labs/03-lab"
+
+
+def test_every_recorded_page_of_the_built_book_shows_its_figures():
+    record = json.loads((ROOT / "benchmarks" / "results" / "timings.json").read_text(encoding="utf-8"))
+    section = record.get("notebooks", {})
+    assert set(section.get("scope", [])) <= set(section.get("pages", {}))
+    if not (HTML / "index.html").is_file():
+        if os.environ.get("RAGCOURSE_REQUIRE_BOOK") == "1":
+            pytest.fail("the book is not built (make book)")
+        pytest.skip("the book is not built")
+    for key, row in section["pages"].items():
+        page = re.sub(r"<[^>]+>", " ", (HTML / "notebooks" / f"{key}.html").read_text(encoding="utf-8"))
+        assert "Run this chapter" in page and f"{round(row['wall_s'] / 60, 1)} min of wall time" in page, key
