@@ -27,12 +27,13 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
 
-from kit import definitions, sandbox, summary
+from kit import cache, definitions, sandbox, summary
 from kit.escape import csv_cell, md, shown
 from kit.hidden import Hidden, load
 from kit.runner import Kernel, Limits, Run, exercise_meta
@@ -46,6 +47,8 @@ MAX_NOTEBOOK = 64 << 20  # bytes: a notebook with its outputs; a bigger file is 
 MAX_FEEDBACK = 500
 DEFAULT_LIMITS = Limits()
 UNSAFE_NOTE = "graded WITHOUT a sandbox (--unsafe): the grader did not isolate this notebook"
+CHECKER_IMPORT = (f"import sys as _kit_sys\n_kit_sys.path[:0] = [{str(ROOT)!r}]\n"
+                  "from kit.checker import Checker as _KitChecker\n")
 ROWS_FILE = re.compile(r"^[0-9a-f]{32}-\d\d\.json$")  # OUT/.rows/<hash of the student's folder name>-<chapter>.json
 RESERVED = ("grades.csv", "summary.md", ".rows")  # names in OUT that no student's feedback folder may take
 
@@ -124,23 +127,29 @@ class Chapter:
         self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-"))
         self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
 
-    def start(self) -> None:
-        """Start the checker kernel and run the reference chapter in it."""
+    def start(self) -> str:
+        """Start the checker kernel with the reference state: from the cache, else by running the reference
+        notebook (then cached). Says which."""
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(sandbox.package_root()), str(ROOT)])}
         self.kernel = Kernel(self.nb, self.reference.parent, replace(self.limits, cell=3600), env)
         self.kernel.__enter__()
-        run = Run()
-        for index, cell in enumerate(self.nb.cells):
+        run, state = Run(), str(cache.folder() / f"{cache.key(self.checks_path, self.reference)}.pkl")
+        checks, rest = repr(str(self.checks_path)), f"{self.names!r}, {str(self.exchange)!r}"
+        loaded = nbformat.v4.new_code_cell(f"{CHECKER_IMPORT}_kit_checker = _KitChecker.from_state({checks}, "
+                                           f"{state!r}, {rest})")
+        cells = list(self.nb.cells)  # nbclient puts a cell run at index 0 in the notebook's first place
+        if self.kernel.execute(loaded, 0, 600, run) is None:
+            return "reference state from the cache"
+        for index, cell in enumerate(cells):
             if cell.cell_type == "code" and self.kernel.execute(cell, index, 3600, run) in ("timeout", "dead"):
                 raise RuntimeError(f"the reference {self.reference.name} failed in code cell {index + 1}: "
                                    f"{run.notes or [o.get('evalue') for o in cell.outputs]}")
-        setup = nbformat.v4.new_code_cell(
-            f"import sys as _kit_sys\n_kit_sys.path[:0] = [{str(ROOT)!r}]\n"
-            "from kit.checker import Checker as _KitChecker\n"
-            f"_kit_checker = _KitChecker({str(self.checks_path)!r}, dict(globals()), {self.names!r}, "
-            f"{str(self.exchange)!r})\n")
+        setup = nbformat.v4.new_code_cell(f"{CHECKER_IMPORT}_kit_checker = _KitChecker({checks}, dict(globals()), "
+                                          f"{rest})\nprint(_kit_checker.save_state({state!r}))")
         if self.kernel.execute(setup, 0, 600, run) is not None:
             raise RuntimeError(f"the checks of chapter {self.chapter} could not be loaded: {setup.outputs}")
+        lost = "".join(o.get("text", "") for o in setup.outputs).strip()
+        return "ran the reference" + ("" if lost == "[]" else f" (not cached: {lost[:200]} cannot be kept)")
 
     def close(self) -> None:
         """Stop the checker kernel."""
@@ -452,6 +461,88 @@ class Output:
         return rows
 
 
+@dataclass(frozen=True)
+class Cost:
+    """What grading one student took: wall-clock seconds, and CPU seconds of the grader, its sandboxes and kernels."""
+
+    wall: float
+    cpu: float
+
+
+def costs_line(costs: list[Cost], jobs: int) -> str:
+    """The line printed after a class: per-student wall and CPU.
+
+    >>> costs_line([Cost(10.0, 8.0), Cost(14.0, 9.0)], 2)
+    '>> per student (2 students, -j 2): wall 12.0 s mean (max 14.0 s), CPU 8.5 s mean (max 9.0 s)'
+    """
+    walls, cpus = [c.wall for c in costs], [c.cpu for c in costs]
+    return (f">> per student ({len(costs)} students, -j {jobs}): wall {sum(walls) / len(walls):.1f} s mean "
+            f"(max {max(walls):.1f} s), CPU {sum(cpus) / len(cpus):.1f} s mean (max {max(cpus):.1f} s)")
+
+
+def _cpu_now(chapters: dict[str, Chapter]) -> float:
+    """CPU seconds so far of this process, its ended children (sandboxes) and the chapters' checker kernels."""
+    times = os.times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for chapter in chapters.values():
+        pid = chapter.kernel.km.provisioner.pid if chapter.kernel and chapter.kernel.km.has_kernel else None
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split() if pid else []
+        except OSError:
+            fields = []
+        total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK") if fields else 0.0
+    return total
+
+
+def _grade_one(student: Path, chapters: dict[str, Chapter], limits: Limits, unsafe: bool):
+    """(student, rows, feedback, cost) for one student's folder; a failure is their rows, never the class's."""
+    wall, cpu = time.monotonic(), _cpu_now(chapters)
+    try:
+        rows, feedback = grade_student(student, chapters, limits, unsafe)
+    except Exception as err:  # noqa: BLE001 - one bad submission costs one student
+        rows, feedback = _failed_student(student, chapters, err)
+    return student, rows, feedback, Cost(time.monotonic() - wall, max(0.0, _cpu_now(chapters) - cpu))
+
+
+_WORKER: dict = {}  # in a worker process of `-j`: its own chapters (checker kernels), limits and mode
+
+
+def _worker_start(specs: list[tuple[str, Path, Path]], limits: Limits, unsafe: bool) -> None:
+    from multiprocessing import util
+
+    chapters = {n: Chapter(n, checks, reference, limits, unsafe) for n, checks, reference in specs}
+    _WORKER.update(chapters=chapters, limits=limits, unsafe=unsafe)
+    util.Finalize(None, lambda: [c.close() for c in chapters.values()], exitpriority=10)
+
+
+def _worker_grade(student: Path):
+    return _grade_one(student, _WORKER["chapters"], _WORKER["limits"], _WORKER["unsafe"])
+
+
+def _graded(students: list[Path], chapters: dict[str, Chapter], limits: Limits, unsafe: bool, jobs: int, log):
+    """(student, rows, feedback, cost) per student, as each is done: in this process, or `jobs` at a time
+    in worker processes, each with its own checker kernels (a student's grades never depend on the others)."""
+    if jobs <= 1:
+        for student in students:
+            log(f">> grading {shown(student.name)}: chapter(s) {', '.join(chapters)} (variant {variant()})")
+            yield _grade_one(student, chapters, limits, unsafe)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    specs = [(n, c.checks_path, c.reference) for n, c in chapters.items()]
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+                             initargs=(specs, limits, unsafe)) as pool:
+        pending = {pool.submit(_worker_grade, student): student for student in students}
+        for future in as_completed(pending):
+            student = pending[future]
+            log(f">> graded {shown(student.name)}")
+            try:
+                yield future.result()
+            except Exception as err:  # noqa: BLE001 - a worker that died: its student's rows say so
+                yield (student, *_failed_student(student, chapters, err), Cost(0.0, 0.0))
+
+
 def _chapters_submitted(students: list[Path], checks_dir: Path) -> list[str]:
     found = {chapter_of(p) for s in students for p in _submitted(s)} - {None}
     return sorted(c for c in found if (checks_dir / f"ch{c}.py").exists())
@@ -459,8 +550,9 @@ def _chapters_submitted(students: list[Path], checks_dir: Path) -> list[str]:
 
 def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limits = DEFAULT_LIMITS,
               chapters: list[str] | None = None, out: Path | None = None, reference: Path | None = None,
-              unsafe: bool = False, log=print) -> list[Row]:
-    """Grade every SUBMISSIONS/<student>/*.ipynb; write OUT/grades.csv and OUT/<student>/feedback.md."""
+              unsafe: bool = False, log=print, jobs: int = 1) -> list[Row]:
+    """Grade every SUBMISSIONS/<student>/*.ipynb, `jobs` students at a time; write OUT/grades.csv and
+    OUT/<student>/feedback.md."""
     output = Output(out or submissions.parent / f"{submissions.name}-graded", submissions)
     students, skipped = student_folders(submissions)
     hidden = sorted(n for n in os.listdir(submissions) if n.startswith("."))
@@ -480,19 +572,19 @@ def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limi
         output.student(name, rows, feedback)
     try:
         for chapter in open_chapters.values():
-            log(f">> chapter {chapter.chapter}: running the reference {chapter.reference.name} for the checks")
-            chapter.start()
-        for student in students:
-            log(f">> grading {shown(student.name)}: chapter(s) {', '.join(chapters)} (variant {variant()})")
-            try:
-                rows, feedback = grade_student(student, open_chapters, limits, unsafe)
-            except Exception as err:  # noqa: BLE001 - one bad submission costs one student
-                rows, feedback = _failed_student(student, open_chapters, err)
+            log(f">> chapter {chapter.chapter}: {chapter.start()} ({chapter.reference.name})")
+            if jobs > 1:
+                chapter.close()  # the workers load the state it computed (or run the reference themselves)
+        costs = []
+        for student, rows, feedback, cost in _graded(students, open_chapters, limits, unsafe, jobs, log):
             output.student(student.name, rows, feedback)
             output.merge()
+            costs.append(cost)
     finally:
         for chapter in open_chapters.values():
             chapter.close()
+    if costs:
+        log(costs_line(costs, jobs))
     output.report(log)
     return output.merge()
 
@@ -506,6 +598,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", type=Path, help="the folder of reference notebooks (default: notebooks/)")
     parser.add_argument("--unsafe", action="store_true",
                         help="grade WITHOUT a sandbox when bwrap cannot make one (said in every feedback)")
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                        help="students graded at a time, each in its own sandbox (default: one per core)")
     defaults = Limits()
     for name in ("cell", "notebook", "check"):
         parser.add_argument(f"--{name}-timeout", type=float, default=getattr(defaults, name))
@@ -522,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
     chapters = [f"{int(c):02d}" for c in args.chapters.split(",")] if args.chapters else None
     try:
         rows = grade_dir(args.submissions, args.checks, limits, chapters, args.out, args.reference,
-                         unsafe=args.unsafe and why is not None)
+                         unsafe=args.unsafe and why is not None, jobs=max(1, args.jobs))
     except (ValueError, RuntimeError) as err:
         print(f"kit.grade: {err}", file=sys.stderr)
         return 2
