@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # kit/ is not installed: it is imported from the repository's root
 
 from kit import cache, grade, sandbox  # noqa: E402
-from tests.test_kit import FIXTURE, FIXTURE_CHECKS, FAST, reference, submission  # noqa: E402
+from tests.test_kit import FAST, FIXTURE, FIXTURE_CHECKS, reference, submission  # noqa: E402
 
 pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"no sandbox: {sandbox.available()}")
 
