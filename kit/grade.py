@@ -33,7 +33,7 @@ from pathlib import Path
 
 import nbformat
 
-from kit import cache, definitions, sandbox, summary
+from kit import cache, definitions, sandbox, summary, walls
 from kit.escape import csv_cell, md, shown
 from kit.hidden import Hidden, load
 from kit.runner import Kernel, Limits, Run, exercise_meta
@@ -101,6 +101,8 @@ def read_regular(path: Path, limit: int = MAX_NOTEBOOK) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ValueError(f"{path.name} is not a regular file")
+        if info.st_nlink > 1:  # a hard link may be the reference notebook or a classmate's, as a link may
+            raise ValueError(f"{path.name} is a hard link ({info.st_nlink} names for one file): a link is not read")
         if info.st_size > limit:
             raise ValueError(f"{path.name} is {info.st_size >> 20} MB, over the {limit >> 20} MB limit")
         with os.fdopen(fd, "rb", closefd=False) as handle:
@@ -124,8 +126,8 @@ class Chapter:
         self.names = answer_names(self.nb)
         self.stubs = exercise_stubs(self.nb)
         self.kernel = None
-        self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-"))
-        self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
+        self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-", dir=walls.run_folder()))
+        self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-", dir=walls.run_folder()))
 
     def start(self) -> str:
         """Start the checker kernel with the reference state: from the cache, else by running the reference
@@ -193,8 +195,8 @@ class Chapter:
         """A fresh checker kernel for the next student (started on demand)."""
         run.alive = True
         self.close()
-        self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-"))
-        self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
+        self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-", dir=walls.run_folder()))
+        self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-", dir=walls.run_folder()))
 
     def _checked(self, exercise: str, found: dict) -> tuple[float, str]:
         points, feedback = found.get("points"), found.get("feedback")
@@ -554,6 +556,11 @@ def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limi
     """Grade every SUBMISSIONS/<student>/*.ipynb, `jobs` students at a time; write OUT/grades.csv and
     OUT/<student>/feedback.md."""
     output = Output(out or submissions.parent / f"{submissions.name}-graded", submissions)
+    for stale in walls.clean_stale():
+        log(f">> removed {stale}, left by a grader that was stopped")
+    if not unsafe:
+        log(f">> sandboxes: {walls.describe(sandbox.Quota().sandbox_memory, sandbox.Quota().sandbox_processes)}, "
+            "seccomp, /proc read-only")
     students, skipped = student_folders(submissions)
     hidden = sorted(n for n in os.listdir(submissions) if n.startswith("."))
     for why, names in (("not a real folder", skipped), ("hidden, no row in grades.csv", hidden)):

@@ -176,6 +176,7 @@ socket.create_connection(("1.1.1.1", 53), timeout=3)
         "b-steals-checks": (lambda: hostile(steal), (0, 0, 0)),
         "c-copies-reference": (lambda: hostile(copy_reference), (0, 0, 0)),
         "c-symlink": ("symlink", (0, 0, 0)),
+        "c-hardlink": ("hardlink", (0, 0, 0)),
         "d-vandal": (lambda: hostile(vandal), (0, 0, 0)),
         "e-patches": (lambda: hostile(patch), (0, 0, 0)),
         "e-package-own": (lambda: submission(edits={"90.2": "from ragcourse.evaluation import holm as clip"}),
@@ -239,6 +240,9 @@ def attacked(tmp_path_factory):
         (folder / student).mkdir()
         if make == "symlink":
             target.symlink_to(FIXTURE)
+        elif make == "hardlink":  # to a copy of the reference where the grader reads it (here: beside the class)
+            nbformat.write(reference(), outside / "reference.ipynb")
+            target.hardlink_to(outside / "reference.ipynb")
         elif make == "fifo":
             os.mkfifo(target)
         elif make == "feedback-link":
@@ -301,6 +305,7 @@ def test_feedback_says_why_for_the_careless_and_the_hostile(attacked):
     feedback = {p.parent.name: p.read_text(encoding="utf-8") for p in out.glob("*/feedback.md")}
     assert "not a regular file" in feedback["h-fifo"]
     assert "link" in feedback["c-symlink"] and "link" in feedback["j-folder-link"]
+    assert "hard link" in feedback["c-hardlink"]
     assert "imported, not written by you" in feedback["e-package-own"]
     assert "Cannot allocate memory" in feedback["k-memory"] or "MemoryError" in feedback["k-memory"]
     assert "unreachable" in feedback["l-network"] or "OSError" in feedback["l-network"]
@@ -445,3 +450,114 @@ def test_a_function_reads_but_cannot_write_the_folder_its_check_shares():
     finally:
         functions.close()
         shutil.rmtree(exchange)
+
+
+# ---- the walls around a sandbox (issue 43): kernel interfaces, system calls, memory, leftovers, links ----
+
+LIMITS = {"cell": 60, "notebook": 90, "check": 30, "grace": 10}
+KERNEL_PROBE = """import ctypes, json, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+seen = {"seccomp": open("/proc/self/status").read().split("Seccomp:")[1].split()[0]}
+for path in ["/proc/sys/vm/overcommit_memory", "/proc/sys/kernel/hostname", "/proc/sysrq-trigger",
+             "/proc/self/oom_score_adj", "/proc/1/oom_score_adj"]:
+    try:
+        with open(path, "w") as handle:
+            handle.write("1")
+        seen[path] = "written"
+    except OSError as err:
+        seen[path] = type(err).__name__
+calls = {"unshare": lambda: libc.unshare(0x10000000), "unshare-mount": lambda: libc.unshare(0x00020000),
+         "mount": lambda: libc.mount(b"none", b"/tmp/work", b"tmpfs", 0, None),
+         "ptrace": lambda: libc.ptrace(16, 1, 0, 0), "setns": lambda: libc.setns(0, 0),
+         "keyctl": lambda: libc.syscall(250, 0, 0, 0, 0, 0), "bpf": lambda: libc.syscall(321, 0, 0, 0),
+         "kexec": lambda: libc.syscall(246, 0, 0, 0, 0)}
+for name, call in calls.items():
+    ctypes.set_errno(0)
+    seen[name] = (call(), ctypes.get_errno())
+seen["unshare-command"] = subprocess.run(["unshare", "-U", "true"], capture_output=True).returncode
+answer = json.dumps(seen)
+"""
+
+
+def _one_cell(source: str, names: list[str], quota: sandbox.Quota | None = None) -> dict:
+    quota = quota or sandbox.Quota()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    return sandbox.run_notebook(nbformat.writes(nb).encode(), names, LIMITS, quota=quota)
+
+
+def test_no_kernel_interface_is_writable_and_forbidden_calls_fail_under_seccomp():
+    import errno
+    import json
+
+    result = _one_cell(KERNEL_PROBE, ["answer"])
+    seen = json.loads(result["exported"]["values"]["answer"])
+    assert seen.pop("seccomp") == "2", seen  # a filter is loaded
+    assert "written" not in [seen.pop(p) for p in list(seen) if p.startswith("/proc")], seen
+    assert seen.pop("unshare-command") != 0
+    assert all(value == [-1, errno.EPERM] for value in seen.values()), seen
+
+
+MANY_GIGABYTES = """import fcntl, mmap, os, time
+done, write = os.pipe()
+fcntl.fcntl(done, fcntl.F_SETFL, os.O_NONBLOCK)
+for _ in range(20):
+    if os.fork() == 0:
+        block = mmap.mmap(-1, 1 << 30)
+        for offset in range(0, 1 << 30, 4096):
+            block[offset] = 1
+        os.write(write, b"1")  # this child holds its whole gigabyte
+        time.sleep(60)
+        os._exit(0)
+time.sleep(15)
+try:
+    held = len(os.read(done, 100))
+except BlockingIOError:
+    held = 0
+"""
+
+
+@pytest.mark.parametrize("cgroup", [True, False], ids=["cgroup", "watch"])
+def test_twenty_processes_of_a_gigabyte_stay_within_the_sandbox_memory(cgroup):
+    """20 x 1 GB against 2 GB for the whole sandbox: a cgroup kills some, or the watch stops the sandbox."""
+    from kit import walls
+
+    if cgroup and not walls.cgroups_usable():
+        pytest.skip("no cgroup can be made here: the watch is the wall (tested beside)")
+    result = _one_cell(MANY_GIGABYTES, ["held"], sandbox.Quota(sandbox_memory=2 << 30, cgroup=cgroup))
+    held = ((result.get("exported") or {}).get("values") or {}).get("held")
+    notes = " ".join(result.get("notes", []))
+    if held is None:  # the whole sandbox was stopped, or its kernel killed
+        assert "memory limit" in notes or "kernel died" in notes, result
+    else:  # the kernel and one gigabyte fit in 2 GB, never two
+        assert held <= 1, result
+    assert cgroup or held is None, result  # the watch stops the whole sandbox
+
+
+SLEEPS = "import time\ntime.sleep(300)\nanswer_squares = 1\n"
+
+
+def test_a_kill_9_of_the_grader_leaves_nothing_at_the_next_start(tmp_path):
+    """The grader's job folders and cgroups are named by its pid and start time: the next start removes them."""
+    import signal
+
+    from kit import walls
+
+    folder = tmp_path / "class"
+    (folder / "ann").mkdir(parents=True)
+    nbformat.write(hostile(SLEEPS), folder / "ann" / "90-synthetic.ipynb")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(sandbox.package_root()), str(ROOT)])}
+    grader = subprocess.Popen([sys.executable, "-m", "kit.grade", str(folder), "--out", str(tmp_path / "out"),
+                               "-j", "1", "--checks", str(FIXTURE_CHECKS), "--reference", str(FIXTURE.parent)],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mine = Path(walls.run_folder()).parent.glob(f"{walls.PREFIX}{grader.pid}-*")
+    deadline = time.monotonic() + 240
+    while not [p for p in mine if list(p.glob("ragcourse-notebook-*"))] and time.monotonic() < deadline:
+        time.sleep(1)
+        mine = list(Path(walls.run_folder()).parent.glob(f"{walls.PREFIX}{grader.pid}-*"))
+    grader.send_signal(signal.SIGKILL)
+    grader.wait()
+    assert mine, "the grader never started a sandbox"
+    removed = walls.clean_stale()
+    assert all(str(p) in removed for p in mine) and not [p for p in mine if p.exists()]
+    groups = [g for base in walls._cgroup_bases().values() for g in base.glob(f"{walls.PREFIX}{grader.pid}-*")]
+    assert groups == []
