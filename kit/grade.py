@@ -378,6 +378,19 @@ def _feedback_section(chapter: str, name: str | None, rows: list[Row], run: Run)
     return lines + [""]
 
 
+STUDENT_SUFFIX = " (student)"
+
+
+def feedback_name(name: str, reserved: set[str]) -> str:
+    """The feedback folder's name for a student's folder `name`: one to one, never a name the output uses.
+
+    >>> [feedback_name(n, {"grades.csv"}) for n in ("ann", "grades.csv", "grades.csv (student)", "Grades.CSV")]
+    ['ann', 'grades.csv (student)', 'grades.csv (student) (student)', 'Grades.CSV (student)']
+    """
+    escaped = name.lower() in reserved or name.endswith(STUDENT_SUFFIX)
+    return name + STUDENT_SUFFIX if escaped else name
+
+
 class Output:
     """The output folder: a real folder outside SUBMISSIONS, written file by file, atomically, never through a link.
 
@@ -419,9 +432,10 @@ class Output:
         os.replace(tmp, path)
 
     def feedback_folder(self, name: str) -> Path:
-        """OUT/<name>, or OUT/<name> (student) for a name the output itself uses or a file already holds."""
-        taken = name.lower() in self.reserved or (self.root / name).is_file()
-        return self.root / (f"{name} (student)" if taken else name)
+        """OUT/<name>, or OUT/<name> (student) for a name the output itself uses or one that already ends so:
+        an escape no two names share ("grades.csv" -> "grades.csv (student)", "grades.csv (student)" ->
+        "grades.csv (student) (student)")."""
+        return self.root / feedback_name(name, self.reserved)
 
     def student(self, name: str, rows: list[Row], sections: dict[str, str]) -> None:
         """One student's rows and feedback file, as soon as they are graded."""

@@ -201,6 +201,7 @@ socket.create_connection(("1.1.1.1", 53), timeout=3)
         "-1+1 | <b>x<b> [l](y)\n# title": (reference, (2, 3, 1)),
         "o-\udcff-latin1": (reference, (2, 3, 1)),
         "grades.csv": (reference, (2, 3, 1)),
+        "grades.csv (student)": (lambda: submission(edits={"90.1": "n_squares = 1"}), (0, 3, 1)),  # not the above's
         "L" * 255: (reference, (2, 3, 1)),
         "z-honest": (reference, (2, 3, 1)),
     }
@@ -306,6 +307,9 @@ def test_feedback_says_why_for_the_careless_and_the_hostile(attacked):
     assert "not a regular file" in feedback["h-fifo"]
     assert "link" in feedback["c-symlink"] and "link" in feedback["j-folder-link"]
     assert "hard link" in feedback["c-hardlink"]
+    # two names that differ only by the escape get two folders, each with its own student's feedback
+    assert feedback["grades.csv (student)"].startswith("# Feedback for grades.csv\n")
+    assert feedback["grades.csv (student) (student)"].startswith("# Feedback for grades.csv (student)\n")
     assert "imported, not written by you" in feedback["e-package-own"]
     assert "Cannot allocate memory" in feedback["k-memory"] or "MemoryError" in feedback["k-memory"]
     assert "unreachable" in feedback["l-network"] or "OSError" in feedback["l-network"]
