@@ -216,6 +216,7 @@ def function_main(job: dict, channel) -> None:
     sys.path.insert(0, str(HERE))
     import codec
 
+    codec.IMPORT_RECORDS = True  # the checks' inputs may be the package's records, from modules not yet imported
     # `python -I` ignores PYTHONPATH: the package's folder (when this sandbox has one) is added here.
     sys.path[1:1] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 

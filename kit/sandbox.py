@@ -464,19 +464,17 @@ class Functions:
 
 
 def _exception(kind: str, message: str) -> BaseException:
-    """The exception a student's function raised, rebuilt only when it is a builtin or the package's."""
+    """The exception a student's function raised, rebuilt only when it is a builtin exception or one of the
+    package's, from a module already imported (a name in the data never makes the grader import anything)."""
     import builtins
-    import importlib
 
     module, _, qualname = kind.partition(":")
     found = None
     if module == "builtins":
         found = getattr(builtins, qualname, None)
-    elif module.startswith("ragcourse.") and qualname.isidentifier():
-        try:
-            found = getattr(importlib.import_module(module), qualname, None)
-        except ImportError:
-            found = None
+    elif module.startswith("ragcourse.") and qualname.isidentifier() and module in sys.modules:
+        found = getattr(sys.modules[module], qualname, None)
+        found = found if isinstance(found, type) and found.__module__ == module else None
     if isinstance(found, type) and issubclass(found, Exception):
         try:
             return found(message)

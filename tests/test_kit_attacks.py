@@ -565,3 +565,44 @@ def test_a_kill_9_of_the_grader_leaves_nothing_at_the_next_start(tmp_path):
     assert all(str(p) in removed for p in mine) and not [p for p in mine if p.exists()]
     groups = [g for base in walls._cgroup_bases().values() for g in base.glob(f"{walls.PREFIX}{grader.pid}-*")]
     assert groups == []
+
+
+# ---- what the checker decodes (issue 44): bounded however nested, no module the data names is imported ----
+
+
+def test_a_nested_forged_answer_is_refused_before_it_is_built():
+    """1,000 rows x 10 nested strings of a wide dtype (42 KB of JSON) was 4 GB in the checker."""
+    import json
+    import resource
+
+    from kit import codec
+
+    nested = {"$t": "ndarray", "dtype": "<U100000", "shape": [1000], "v": [[""] * 10 for _ in range(1000)]}
+    wide = {"$t": "frame", "columns": list(range(10)), "index": list(range(1000)), "v": [[[""] * 10] * 10] * 1000,
+            "dtypes": ["<U16"] * 10}
+    many = [[""] * 1000 for _ in range(6000)]  # 6 million values from 30 MB of JSON
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for data in (nested, many):
+        with pytest.raises(ValueError):
+            codec.loads(json.dumps(data))
+    try:  # a frame of nested lists: built small, or refused
+        codec.loads(json.dumps(wide))
+    except ValueError:
+        pass
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 1 << 20  # KB: under 1 GB more
+
+
+def test_a_record_or_exception_class_named_by_the_data_imports_nothing():
+    from kit import codec
+
+    name = "ragcourse.cli.__main__"
+    sys.modules.pop(name, None)
+    for forged in ({"$t": "obj", "class": f"{name}:main", "v": {}}, {"$t": "obj", "class": "os:system", "v": {}}):
+        with pytest.raises(ValueError, match="not one of the package's records"):
+            codec.decode(forged)
+    error = sandbox._exception(f"{name}:main", "boom")
+    assert isinstance(error, sandbox.StudentError) and name not in sys.modules
+    from ragcourse.groundtruth import Question
+
+    record = Question("q", "doc", "needle", "?", "?")
+    assert codec.decode(codec.encode(record)) == record  # the package's own records still travel
