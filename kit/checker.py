@@ -19,12 +19,29 @@ from kit.hidden import Hidden, load, score
 from kit.sandbox import Functions, FunctionTimeout
 
 MAX_FEEDBACK = 500
+MEMORY_HEADROOM = 4 << 30  # bytes the checker kernel may add to what the reference state takes
+
+
+def _limit_memory(headroom: int) -> None:
+    """This kernel's soft address-space limit: what it holds now plus `headroom` (a student's answer decoded
+    here can never take the machine). The hard limit is kept, so the sandboxes it starts set their own."""
+    import resource
+
+    try:
+        status = Path("/proc/self/status").read_text()
+        now = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmSize:"))) << 10
+    except (OSError, StopIteration, ValueError):
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = now + headroom
+    resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
 
 
 class Checker:
     """One chapter's checks over one reference namespace; `student` then `run` per exercise."""
 
-    def __init__(self, checks_path: str, context: dict, answer_names: list[str], exchange: str | None = None):
+    def __init__(self, checks_path: str, context: dict, answer_names: list[str], exchange: str | None = None,
+                 memory: int = MEMORY_HEADROOM):
         path = Path(checks_path)
         self.source = path.read_text(encoding="utf-8")
         self.checks: dict[str, Hidden] = load(self.source, path.name)
@@ -39,6 +56,7 @@ class Checker:
         # The grader makes (and removes) this folder when it gives one.
         self.exchange = Path(exchange) if exchange else Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
         self.exchange.chmod(0o755)
+        _limit_memory(memory)
 
     @classmethod
     def from_state(cls, checks_path: str, state: str, answer_names: list[str], exchange: str | None = None):
@@ -105,13 +123,15 @@ class Checker:
                                                           package=not by_hand, exchange=self.exchange)
         return sandbox.proxy(name)
 
-    def run(self, exercise: str, token: str) -> None:
-        """Score one exercise and print the result as one JSON line tagged with `token`."""
+    def run(self, exercise: str, token: str, seconds: float | None = None) -> None:
+        """Score one exercise (within `seconds`, else the job's limit per check) and print the result as one
+        JSON line tagged with `token`."""
         hidden = self.checks[exercise]
-        deadline = time.monotonic() + self.seconds
+        seconds = min(self.seconds, seconds) if seconds is not None else self.seconds
+        deadline = time.monotonic() + seconds
         ns = self.namespace(hidden.by_hand)
         for sandbox in self.sandboxes.values():
-            sandbox.deadline, sandbox.seconds = deadline, self.seconds
+            sandbox.deadline, sandbox.seconds = deadline, seconds
         before, tempfile.tempdir = tempfile.tempdir, str(self.exchange)
         try:
             points, feedback = score(hidden, ns)

@@ -33,10 +33,11 @@ from pathlib import Path
 
 import nbformat
 
-from kit import cache, definitions, sandbox, summary, walls
+from kit import analysis, cache, definitions, sandbox, summary, walls
 from kit.escape import csv_cell, md, shown
 from kit.hidden import Hidden, load
-from kit.runner import Kernel, Limits, Run, exercise_meta
+from kit.row import Row
+from kit.runner import Kernel, Limits, Run
 from ragcourse.book.exercises import VARIANT_ENV, variant
 
 KIT = Path(__file__).resolve().parent
@@ -53,18 +54,6 @@ ROWS_FILE = re.compile(r"^[0-9a-f]{32}-\d\d\.json$")  # OUT/.rows/<hash of the s
 RESERVED = ("grades.csv", "summary.md", ".rows")  # names in OUT that no student's feedback folder may take
 
 __all__ = ["COLUMNS", "Kernel", "Limits", "Row", "Run", "grade_dir", "grade_notebook", "load_checks", "main"]
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of grades.csv."""
-
-    student: str
-    chapter: str
-    exercise: str
-    points: float
-    max_points: int
-    feedback: str
 
 
 def exercise_key(exercise: str) -> tuple[int, ...]:
@@ -161,13 +150,11 @@ class Chapter:
         shutil.rmtree(self.folder, ignore_errors=True)
         shutil.rmtree(self.exchange, ignore_errors=True)
 
-    def score(self, values: dict, functions: dict, run: Run) -> dict[str, tuple[float, str]]:
-        """{exercise: (points, feedback)} for one student's exported answers (untrusted, checked here)."""
+    def score(self, job: Path, run: Run, deadline: float) -> dict[str, tuple[float, str]]:
+        """{exercise: (points, feedback)} for one student's exported answers (untrusted, checked here), read
+        from the job file `kit.analysis` wrote; all the checks within `deadline` (time.monotonic())."""
         if self.kernel is None:
             self.start()
-        job = self.folder / "student.json"
-        job.write_text(json.dumps({"values": values, "functions": functions, "unsafe": self.unsafe,
-                                   "check_seconds": self.limits.check}), encoding="utf-8")
         token = "kit" + secrets.token_hex(8)
         cell = nbformat.v4.new_code_cell(f"_kit_checker.student({str(job)!r})")
         if self.kernel.execute(cell, 0, 120, run) is not None:  # no check runs on another student's answers
@@ -176,13 +163,18 @@ class Chapter:
             return {}
         scores = {}
         for exercise in sorted(self.checks, key=exercise_key):
-            cell = nbformat.v4.new_code_cell(f"_kit_checker.run({exercise!r}, {token!r})")
-            outcome = self.kernel.execute(cell, 0, self.limits.check + 30, run)
+            left = deadline - time.monotonic()
+            if left <= 1:
+                scores[exercise] = (0.0, f"not graded: this notebook used its whole {self.limits.submission:.0f} s")
+                continue
+            seconds = min(self.limits.check, left)
+            cell = nbformat.v4.new_code_cell(f"_kit_checker.run({exercise!r}, {token!r}, {seconds!r})")
+            outcome = self.kernel.execute(cell, 0, seconds + 30, run)
             found = _tagged(cell, token)
             if found:
                 scores[exercise] = self._checked(exercise, found)
             elif outcome == "timeout":
-                scores[exercise] = (0.0, f"the check ran past its {self.limits.check:.0f} s limit")
+                scores[exercise] = (0.0, f"the check ran past its {seconds:.0f} s limit")
             if not run.alive:  # the checker kernel died: start afresh for the next student
                 self._restart(run)
                 break
@@ -225,39 +217,50 @@ def _bounded(text, limit: int = MAX_FEEDBACK) -> str:
 
 
 def grade_submission(data: bytes, chapter: Chapter, limits: Limits, unsafe: bool) -> tuple[dict, Run]:
-    """Scores {exercise: (points, feedback)} of one notebook's bytes, and notes on what happened."""
-    run = Run(notes=[UNSAFE_NOTE] if unsafe else [])
-    why_zero = {ex: (0.0, "") for ex in chapter.checks}
+    """Scores {exercise: (points, feedback)} of one notebook's bytes, and notes on what happened: its run in
+    a sandbox, the grader's reading of it in a child process (kit/analysis.py), then the checks; all of it
+    within the submission's time budget."""
+    run, deadline = Run(notes=[UNSAFE_NOTE] if unsafe else []), time.monotonic() + limits.submission
     data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark, from an editor that is not Jupyter
+    limits_data = {"cell": limits.cell, "notebook": limits.notebook, "check": limits.check, "grace": limits.grace,
+                   "submission": limits.submission}
+    folder = Path(tempfile.mkdtemp(prefix="ragcourse-analysis-", dir=walls.run_folder()))
     try:
-        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
-        sources = [c.source for c in nb.cells if c.cell_type == "code" and isinstance(c.source, str)]
-    except Exception as err:  # noqa: BLE001 - not a notebook at all
-        run.notes.append(f"not a readable notebook ({type(err).__name__})")
-        return {ex: (0.0, "not graded: not a readable notebook") for ex in why_zero}, run
-    _note_variant(nb, run)
-    limits_data = {"cell": limits.cell, "notebook": limits.notebook, "check": limits.check, "grace": limits.grace}
-    result = sandbox.run_notebook(data, chapter.names, limits_data, unsafe)
-    notes = result.get("notes") if isinstance(result.get("notes"), list) else []
-    run.notes += [_bounded(n, 300) for n in notes[:50]]
-    exported = result.get("exported")
-    not_attempted = {str(x) for x in result.get("not_attempted", []) if isinstance(x, str)}
-    values = exported.get("values") if isinstance(exported, dict) else None
-    if not isinstance(values, dict):
-        why = "not graded: " + (run.notes[-1] if len(run.notes) > unsafe else "the answers did not come back")
-        return {ex: (0.0, why) for ex in why_zero}, run
-    if isinstance(exported.get("environment"), dict):
-        run.environment = {str(k)[:40]: _bounded(v, 80) for k, v in list(exported["environment"].items())[:40]}
-    if isinstance(exported.get("variant"), str) and exported["variant"] != str(variant()):
-        run.notes.append(f"the notebook set {VARIANT_ENV}={_bounded(exported['variant'], 20)}; "
-                         f"graded as variant {variant()}")
-    # only the answer cells' names: a forged export of 2 million names would cost a parse of the notebook each
-    values = {name: v for name, v in values.items() if name in set(chapter.names)}
-    functions = {name: definitions.program(sources, name) for name, v in values.items()
-                 if isinstance(v, dict) and v.get("$t") == "function"}
-    scores = _not_attempted(chapter.score(values, functions, run), not_attempted, nb, chapter.stubs)
+        out, stopped = sandbox.run_notebook_raw(data, chapter.names, limits_data, unsafe)
+        (folder / "submission.ipynb").write_bytes(data)
+        (folder / "result.json").write_bytes(out)
+        job = {"notebook": str(folder / "submission.ipynb"), "result": str(folder / "result.json"),
+               "names": chapter.names, "stubs": chapter.stubs, "out": str(folder / "student.json"),
+               "unsafe": unsafe, "check_seconds": limits.check}
+        found = analysis.analyse(job)
+        run.notes += [stopped] if stopped else []
+        if not found.get("readable"):
+            run.notes.append(_bounded(found.get("why"), 300))
+            return {ex: (0.0, f"not graded: {_bounded(found.get('why'), 300)}") for ex in chapter.checks}, run
+        _read_summary(found, run)
+        if not found.get("has_values"):
+            why = "not graded: " + (run.notes[-1] if len(run.notes) > unsafe else "the answers did not come back")
+            return {ex: (0.0, why) for ex in chapter.checks}, run
+        scores = chapter.score(folder / "student.json", run, deadline)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    scores = _marked(scores, set(found.get("not_attempted", [])), set(found.get("untouched", [])))
     why = "not graded: " + (run.notes[-1] if run.notes else "the check did not report")
-    return {ex: scores.get(ex, (0.0, why)) for ex in why_zero}, run
+    return {ex: scores.get(ex, (0.0, why)) for ex in chapter.checks}, run
+
+
+def _read_summary(found: dict, run: Run) -> None:
+    """The notes, environment and variants of the child's summary, into `run`."""
+    handed = found.get("handed_variant")
+    if isinstance(handed, int) and handed != variant():
+        run.notes.insert(0, f"handed out as variant {handed}, graded as variant {variant()}: "
+                            f"the instructor should grade with {VARIANT_ENV}={handed}")
+    run.notes += [_bounded(n, 300) for n in found.get("notes", [])[:50]]
+    if isinstance(found.get("environment"), dict):
+        run.environment = {str(k)[:40]: _bounded(v, 80) for k, v in list(found["environment"].items())[:40]}
+    exported = found.get("exported_variant")
+    if isinstance(exported, str) and exported != str(variant()):
+        run.notes.append(f"the notebook set {VARIANT_ENV}={_bounded(exported, 20)}; graded as variant {variant()}")
 
 
 def _collapsed(text) -> str:
@@ -274,22 +277,16 @@ def exercise_stubs(nb) -> dict[str, str]:
 def _not_attempted(scores: dict, raised: set[str], nb, stubs: dict[str, str]) -> dict:
     """A zero whose answer cell raised NotImplementedError, or is still its stub (a function stub raises only
     when called, so its checks saw wrong answers), says "not attempted"; a score above zero is kept."""
-    metas = [(cell, exercise_meta(cell)) for cell in nb.cells if cell.cell_type == "code"]
-    untouched = {str(meta.get("id")) for cell, meta in metas
-                 if isinstance(meta, dict) and stubs.get(str(meta.get("id"))) == _collapsed(cell.source)}
+    return _marked(scores, raised, set(analysis.untouched(nb, stubs)))
+
+
+def _marked(scores: dict, raised: set[str], untouched: set[str]) -> dict:
+    """`_not_attempted` with the untouched answer cells already known."""
     for ex, (points, _) in list(scores.items()):
         if not points and (ex in raised or ex in untouched):
             why = "still raises NotImplementedError" if ex in raised else "is still the stub as handed out"
             scores[ex] = (0.0, f"not attempted: the answer cell {why}")
     return scores
-
-
-def _note_variant(nb, run: Run) -> None:
-    meta = nb.metadata.get("ragcourse") if isinstance(nb.metadata, dict) else None
-    handed = meta.get("variant") if isinstance(meta, dict) else None
-    if isinstance(handed, int) and not isinstance(handed, bool) and handed != variant():
-        run.notes.insert(0, f"handed out as variant {handed}, graded as variant {variant()}: "
-                            f"the instructor should grade with {VARIANT_ENV}={handed}")
 
 
 def grade_notebook(path: Path, checks_path: Path, limits: Limits = DEFAULT_LIMITS, reference: Path | None = None,
@@ -432,10 +429,11 @@ class Output:
         os.replace(tmp, path)
 
     def feedback_folder(self, name: str) -> Path:
-        """OUT/<name>, or OUT/<name> (student) for a name the output itself uses or one that already ends so:
-        an escape no two names share ("grades.csv" -> "grades.csv (student)", "grades.csv (student)" ->
-        "grades.csv (student) (student)")."""
-        return self.root / feedback_name(name, self.reserved)
+        """OUT/<name>, or OUT/<name> (student) for a name the output uses, a file already holds, or one that
+        already ends so: an escape no two names share ("grades.csv" -> "grades.csv (student)",
+        "grades.csv (student)" -> "grades.csv (student) (student)")."""
+        taken = {name.lower()} if (self.root / name).is_file() else set()
+        return self.root / feedback_name(name, self.reserved | taken)
 
     def student(self, name: str, rows: list[Row], sections: dict[str, str]) -> None:
         """One student's rows and feedback file, as soon as they are graded."""
@@ -498,8 +496,8 @@ def costs_line(costs: list[Cost], jobs: int) -> str:
 
 def _cpu_now(chapters: dict[str, Chapter]) -> float:
     """CPU seconds so far of this process, its ended children (sandboxes) and the chapters' checker kernels."""
-    times = os.times()
-    total = times.user + times.system + times.children_user + times.children_system
+    times = os.times()  # a sandbox's processes are killed, never reaped into ours: their CPU is read before
+    total = times.user + times.system + times.children_user + times.children_system + sandbox.CPU_SPENT[0]
     for chapter in chapters.values():
         pid = chapter.kernel.km.provisioner.pid if chapter.kernel and chapter.kernel.km.has_kernel else None
         try:

@@ -29,6 +29,7 @@ class Limits:
     notebook: float = 1800
     check: float = 300
     grace: float = 15
+    submission: float = 2700  # everything one notebook may cost: its run and all its checks
 
 
 @dataclass

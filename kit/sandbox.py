@@ -297,8 +297,13 @@ def _read_bounded(run: Launched, limit: int, deadline: float) -> tuple[bytes, st
         chunks.append(chunk)
 
 
+#: CPU seconds of the sandboxes this process stopped (read just before each was killed): kit/grade.py's cost
+CPU_SPENT = [0.0]
+
+
 def _stop(run: Launched) -> None:
     """Kill the sandbox's whole session (bwrap, then its PID namespace goes with it), its cgroup and job folder."""
+    CPU_SPENT[0] += walls.tree_cpu(run.proc.pid)
     try:
         os.killpg(run.proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -343,26 +348,35 @@ def _launch(mode: str, job: dict, unsafe: bool, quota: Quota, package: bool = Tr
     return Launched(proc, folder, group, watch)
 
 
-def run_notebook(data: bytes, names: list[str], limits: dict, unsafe: bool = False, quota: Quota = Quota()) -> dict:
-    """Run a notebook (its bytes) in a fresh sandbox; the runner's result (untrusted) or a note why none."""
+def run_notebook_raw(data: bytes, names: list[str], limits: dict, unsafe: bool = False,
+                     quota: Quota = Quota()) -> tuple[bytes, str | None]:
+    """Run a notebook (its bytes) in a fresh sandbox: what it printed back (untrusted, unread), and a note
+    when it was stopped (time, size, memory)."""
     job = {"notebook": "{job}/submission.ipynb", "cwd": INSIDE_WORK, "names": names, "limits": limits,
            "variant_env": "RAGCOURSE_VARIANT", "files": {"submission.ipynb": data}}
     if unsafe:
-        job["cwd"] = tempfile.mkdtemp(prefix="ragcourse-unsafe-")
+        job["cwd"] = tempfile.mkdtemp(prefix="ragcourse-unsafe-", dir=walls.run_folder())
     run = _launch("notebook", job, unsafe, quota)
     run.proc.stdin.close()
-    wall = limits["notebook"] + limits["check"] + 4 * limits["grace"] + 60
+    wall = min(limits["notebook"] + limits["check"] + 4 * limits["grace"] + 60, limits.get("submission", 1e9))
     try:
         out, cut = _read_bounded(run, quota.output, time.monotonic() + wall)
     finally:
         _stop(run)
-    if cut == "memory":
-        return {"notes": [f"the notebook's run passed its memory limit ({quota.sandbox_memory >> 20} MB for all its "
-                          "processes) and was stopped"]}
-    if cut == "time":
-        return {"notes": [f"the notebook's run passed its {wall:.0f} s wall-clock limit and was stopped"]}
-    if cut == "size":
-        return {"notes": [f"the notebook's run printed more than {quota.output >> 20} MB back and was stopped"]}
+        if unsafe:
+            shutil.rmtree(job["cwd"], ignore_errors=True)
+    notes = {"memory": f"the notebook's run passed its memory limit ({quota.sandbox_memory >> 20} MB for all its "
+                       "processes) and was stopped",
+             "time": f"the notebook's run passed its {wall:.0f} s wall-clock limit and was stopped",
+             "size": f"the notebook's run printed more than {quota.output >> 20} MB back and was stopped"}
+    return (b"", notes[cut]) if cut else (out, None)
+
+
+def run_notebook(data: bytes, names: list[str], limits: dict, unsafe: bool = False, quota: Quota = Quota()) -> dict:
+    """Run a notebook (its bytes) in a fresh sandbox; the runner's result (untrusted) or a note why none."""
+    out, note = run_notebook_raw(data, names, limits, unsafe, quota)
+    if note:
+        return {"notes": [note]}
     try:
         result = json.loads(out.decode("utf-8"), parse_constant=codec._refuse)
     except (UnicodeDecodeError, ValueError, RecursionError):

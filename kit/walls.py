@@ -172,11 +172,10 @@ def _remove_group(folder: Path) -> None:
             time.sleep(0.05)
 
 
-def tree_memory(root: int) -> int:
-    """Resident bytes of process `root` and all its descendants (read from /proc)."""
+def _tree(root: int) -> list[list[str]]:
+    """The /proc/<pid>/stat fields (after the name) of process `root` and all its descendants."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
+    stats: dict[int, list[str]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -185,13 +184,23 @@ def tree_memory(root: int) -> int:
         except (OSError, IndexError):
             continue
         children.setdefault(int(fields[1]), []).append(int(entry))
-        rss[int(entry)] = int(fields[21]) * page
-    total, todo = 0, [root]
+        stats[int(entry)] = fields
+    found, todo = [], [root]
     while todo:
         pid = todo.pop()
-        total += rss.get(pid, 0)
+        found += [stats[pid]] if pid in stats else []
         todo += children.get(pid, [])
-    return total
+    return found
+
+
+def tree_memory(root: int) -> int:
+    """Resident bytes of process `root` and all its descendants (read from /proc)."""
+    return sum(int(fields[21]) for fields in _tree(root)) * os.sysconf("SC_PAGE_SIZE")
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds so far of process `root` and all its descendants, and of the children they reaped."""
+    return sum(sum(int(x) for x in fields[11:15]) for fields in _tree(root)) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass

@@ -606,3 +606,66 @@ def test_a_record_or_exception_class_named_by_the_data_imports_nothing():
 
     record = Question("q", "doc", "needle", "?", "?")
     assert codec.decode(codec.encode(record)) == record  # the package's own records still travel
+
+
+MANY_THREADS = """import threading, time
+threading.stack_size(1 << 16)
+started = 0
+try:
+    for _ in range(3000):
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+        started += 1
+except RuntimeError:
+    pass
+"""
+
+
+def test_a_sandbox_cannot_start_more_than_its_processes_whoever_its_user_is_on_the_host():
+    """As root with the interpreter under /root, the sandbox's user is root on the host, where RLIMIT_NPROC
+    never applies (1,212 threads against a limit of 615): a pids cgroup caps it, or the grader refuses."""
+    from kit import walls
+
+    result = _one_cell(MANY_THREADS, ["started"])
+    started = result["exported"]["values"]["started"]
+    assert walls.cgroups_usable() or sandbox.drop_to_nobody() or os.geteuid() != 0
+    assert started < sandbox.Quota().sandbox_processes + sandbox.Quota().processes, started
+
+
+def _analysis_job(tmp_path: Path, nb: nbformat.NotebookNode, names: list[str]) -> dict:
+    nbformat.write(nb, tmp_path / "submission.ipynb")
+    return {"notebook": str(tmp_path / "submission.ipynb"), "result": None, "names": names, "stubs": {},
+            "out": str(tmp_path / "student.json"), "unsafe": False, "check_seconds": 10}
+
+
+def test_the_graders_reading_of_a_huge_notebook_costs_only_that_notebook(tmp_path):
+    """60 MB of 2 MB list-assignment cells drove the grader itself to 5.8 GB: now a child under limits reads it."""
+    import resource
+
+    from kit import analysis
+
+    cell = "x = [" + "0, " * 600_000 + "]\n"  # 1.8 MB: under the size a cell is not read at all
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for _ in range(33)])
+    job = _analysis_job(tmp_path, nb, ["x"])
+    (tmp_path / "result.json").write_text('{"exported": {"values": {"x": {"$t": "function"}}}}')  # so it is parsed
+    job["result"] = str(tmp_path / "result.json")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    found = analysis.analyse(job, memory=768 << 20, seconds=20)
+    assert found["readable"] is False and found["why"].startswith("too large to grade: "), found
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 << 10  # KB
+
+
+def test_a_notebook_of_many_statements_is_read_in_about_linear_time(tmp_path):
+    """A 650 KB notebook stalled the class for 38 min (definitions.program was quadratic in the grader)."""
+    import json
+
+    from kit import analysis
+
+    values = "".join(f"v{i} = [{i}, {i} + 1, ({i}, {i})]\n" for i in range(20_000))
+    uses = "def f():\n    return [" + ", ".join(f"v{i}[0]" for i in range(0, 20_000, 7)) + "]\n"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(values), nbformat.v4.new_code_cell(uses)])
+    job = _analysis_job(tmp_path, nb, ["f"])
+    (tmp_path / "result.json").write_text(json.dumps({"exported": {"values": {"f": {"$t": "function"}}}}))
+    job["result"] = str(tmp_path / "result.json")
+    assert analysis.analyse(job, seconds=60)["readable"]  # within its limit, where the old reading took minutes
+    functions = json.loads((tmp_path / "student.json").read_text())["functions"]
+    assert len(functions["f"]) == 1 + len(range(0, 20_000, 7))
