@@ -122,10 +122,36 @@ def not_own_work(statements: list[str], name: str) -> str | None:
 
 
 def _body_key(node: ast.FunctionDef) -> str:
+    r"""The function's body (docstring dropped) with its own names (arguments, locals) numbered in order of
+    appearance and its constants reduced to their type: a copy with renamed variables has the same key.
+
+    >>> a = ast.parse("def f(xs, k):\n    out = sorted(xs)\n    return out[:k] + [1]").body[0]
+    >>> b = ast.parse("def g(items, n):\n    top = sorted(items)\n    return top[:n] + [2]").body[0]
+    >>> c = ast.parse("def h(items, n):\n    top = reversed(items)\n    return top[:n] + [2]").body[0]
+    >>> _body_key(a) == _body_key(b), _body_key(a) == _body_key(c)
+    (True, False)
+    """
     body = node.body
     if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
         body = body[1:]  # the docstring does not count
-    return ast.dump(ast.Module(body=body, type_ignores=[]), annotate_fields=False)
+    args = node.args
+    own = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+    own |= {n.id for b in body for n in ast.walk(b) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    numbered: dict[str, str] = {}
+
+    class Normalise(ast.NodeTransformer):
+        def visit_Name(self, name: ast.Name) -> ast.Name:
+            if name.id in own:
+                name.id = numbered.setdefault(name.id, f"_v{len(numbered)}")
+            return name
+
+        def visit_Constant(self, constant: ast.Constant) -> ast.Constant:
+            return ast.Constant(value=type(constant.value).__name__)
+
+    import copy
+
+    tree = Normalise().visit(ast.Module(body=copy.deepcopy(body), type_ignores=[]))
+    return ast.dump(tree, annotate_fields=False)
 
 
 @cache

@@ -321,6 +321,9 @@ def test_a_copy_of_the_package_own_function_is_refused():
     source = definitions.program([f"import numpy as np\n{_source(evaluation.holm)}".replace("def holm(", "def mine(")],
                                  "mine")
     assert definitions.not_own_work(source, "mine") == "`mine` is the package's own function, copied: write it yourself"
+    renamed = (_source(evaluation.holm).replace("def holm(", "def mine(").replace("order", "ranks")
+               .replace("adjusted", "out").replace("scaled", "steps"))  # a near-copy: its variables renamed
+    assert "copied" in definitions.not_own_work(definitions.program([f"import numpy as np\n{renamed}"], "mine"), "mine")
     assert "new name" in definitions.not_own_work(["from ragcourse.evaluation import holm", "mine = holm"], "mine")
     assert definitions.not_own_work(["def mine(p):\n    return sorted(p)"], "mine") is None
 
