@@ -416,15 +416,15 @@ def test_a_sandbox_starts_while_its_user_already_runs_many_threads():
         if not sandbox.drop_to_nobody():
             pytest.skip("the sandbox runs as root in its own user namespace, where no process count applies")
         as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    helper = subprocess.Popen([*as_user, sys.executable, "-c", THREADS], stdout=subprocess.PIPE, text=True)
+    threads_elsewhere = subprocess.Popen([*as_user, sys.executable, "-c", THREADS], stdout=subprocess.PIPE, text=True)
     try:
-        assert helper.stdout.readline().strip() == "up"
+        assert threads_elsewhere.stdout.readline().strip() == "up"
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import threading\nanswer = 41 + 1")])
         result = sandbox.run_notebook(nbformat.writes(nb).encode(), ["answer"],
                                       {"cell": 30, "notebook": 60, "check": 30, "grace": 10})
     finally:
-        helper.kill()
-        helper.wait()
+        threads_elsewhere.kill()
+        threads_elsewhere.wait()
     assert (result.get("exported") or {}).get("values") == {"answer": 42}, result
 
 
