@@ -2,7 +2,7 @@
 
 A function exercise's answer is run in a fresh sandbox, so it is defined there from the student's source:
 the statement that defines it, and, transitively, the statements that define the names it reads
-(imports, constants, helpers), in notebook order. Nothing is taken from the student's kernel.
+(imports, constants, the functions it calls), in notebook order. Nothing is taken from the student's kernel.
 
 >>> cells = ["import math\\nX = 2", "y = slow()", "def f(a):\\n    return math.sqrt(a) * X"]
 >>> program(cells, "f")
