@@ -19,29 +19,12 @@ from kit.hidden import Hidden, load, score
 from kit.sandbox import Functions, FunctionTimeout
 
 MAX_FEEDBACK = 500
-MEMORY_HEADROOM = 4 << 30  # bytes the checker kernel may add to what the reference state takes
-
-
-def _limit_memory(headroom: int) -> None:
-    """This kernel's soft address-space limit: what it holds now plus `headroom` (a student's answer decoded
-    here can never take the machine). The hard limit is kept, so the sandboxes it starts set their own."""
-    import resource
-
-    try:
-        status = Path("/proc/self/status").read_text()
-        now = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmSize:"))) << 10
-    except (OSError, StopIteration, ValueError):
-        return
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    soft = now + headroom
-    resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
 
 
 class Checker:
     """One chapter's checks over one reference namespace; `student` then `run` per exercise."""
 
-    def __init__(self, checks_path: str, context: dict, answer_names: list[str], exchange: str | None = None,
-                 memory: int = MEMORY_HEADROOM):
+    def __init__(self, checks_path: str, context: dict, answer_names: list[str], exchange: str | None = None):
         path = Path(checks_path)
         self.source = path.read_text(encoding="utf-8")
         self.checks: dict[str, Hidden] = load(self.source, path.name)
@@ -56,7 +39,6 @@ class Checker:
         # The grader makes (and removes) this folder when it gives one.
         self.exchange = Path(exchange) if exchange else Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
         self.exchange.chmod(0o755)
-        _limit_memory(memory)
 
     @classmethod
     def from_state(cls, checks_path: str, state: str, answer_names: list[str], exchange: str | None = None):
