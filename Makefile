@@ -163,13 +163,16 @@ student: $(STAMPS)/install
 
 # Each submission runs in a bubblewrap sandbox (kit/sandbox.py), installed here when missing; OUT must lie
 # outside SUBMISSIONS. UNSAFE=1 grades without a sandbox when bwrap cannot make one (said in each feedback).
+# JOBS students are graded at a time (default: one per core); the reference state of each chapter's checks is
+# cached per environment (KIT_CACHE, default ~/.cache/ragcourse-kit), so a second run runs no reference notebook.
 OUT ?= $(SUBMISSIONS)-graded
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 grade: $(STAMPS)/install $(STAMPS)/corpus
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR [OUT=DIR]   (DIR/<student>/NN-*.ipynb)"; exit 2; }
 	@scripts/install_bwrap.sh >/dev/null || test -n "$(UNSAFE)"
 	$(OFFLINE) $(PY) -m kit.grade "$(SUBMISSIONS)" --out "$(OUT)" --cell-timeout $(CELL_TIMEOUT) \
-		--notebook-timeout $(NOTEBOOK_TIMEOUT) --check-timeout $(CHECK_TIMEOUT) $(if $(UNSAFE),--unsafe) \
+		--notebook-timeout $(NOTEBOOK_TIMEOUT) --check-timeout $(CHECK_TIMEOUT) -j $(JOBS) $(if $(UNSAFE),--unsafe) \
 		$(if $(CHAPTERS),--chapters $(CHAPTERS))
 
 # The instructor edition of the guide (rubrics that state expected predictions): never part of the book.

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kit import codec, definitions
+from kit import cache, codec, definitions
 from kit.checks.compare import NotOwnWork
 from kit.hidden import Hidden, load, score
 from kit.sandbox import Functions, FunctionTimeout
@@ -27,7 +27,8 @@ class Checker:
 
     def __init__(self, checks_path: str, context: dict, answer_names: list[str], exchange: str | None = None):
         path = Path(checks_path)
-        self.checks: dict[str, Hidden] = load(path.read_text(encoding="utf-8"), path.name)
+        self.source = path.read_text(encoding="utf-8")
+        self.checks: dict[str, Hidden] = load(self.source, path.name)
         self.answer_names = set(answer_names)
         self.context = {k: v for k, v in context.items() if k not in self.answer_names and not k.startswith("_")}
         self.values: dict = {}
@@ -39,6 +40,29 @@ class Checker:
         # The grader makes (and removes) this folder when it gives one.
         self.exchange = Path(exchange) if exchange else Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
         self.exchange.chmod(0o755)
+
+    @classmethod
+    def from_state(cls, checks_path: str, state: str, answer_names: list[str], exchange: str | None = None):
+        """A checker over a reference state saved by `save_state` (no reference run); RuntimeError when none."""
+        values = cache.load(Path(state))
+        if values is None:
+            raise RuntimeError("no usable cached reference state")
+        return cls(checks_path, values, answer_names, exchange)
+
+    def save_state(self, state: str) -> list[str]:
+        """Keep the reference values the checks may read at `state`; the names that could not be kept."""
+        import cloudpickle
+
+        names = cache.needed(self.source, self.context)
+        kept, lost = {}, []
+        for name in names:
+            try:
+                kept[name] = cloudpickle.dumps(self.context[name])
+            except Exception:  # noqa: BLE001 - an object that does not pickle: no cache for this chapter
+                lost.append(name)
+        if not lost:
+            cache.save(Path(state), kept)
+        return lost
 
     def student(self, job_path: str) -> None:
         """Load one student's answers (values as codec JSON, function sources) from the grader's job file."""
@@ -82,13 +106,15 @@ class Checker:
                                                           package=not by_hand, exchange=self.exchange)
         return sandbox.proxy(name)
 
-    def run(self, exercise: str, token: str) -> None:
-        """Score one exercise and print the result as one JSON line tagged with `token`."""
+    def run(self, exercise: str, token: str, seconds: float | None = None) -> None:
+        """Score one exercise (within `seconds`, else the job's limit per check) and print the result as one
+        JSON line tagged with `token`."""
         hidden = self.checks[exercise]
-        deadline = time.monotonic() + self.seconds
+        seconds = min(self.seconds, seconds) if seconds is not None else self.seconds
+        deadline = time.monotonic() + seconds
         ns = self.namespace(hidden.by_hand, hidden.forbids)
         for sandbox in self.sandboxes.values():
-            sandbox.deadline, sandbox.seconds = deadline, self.seconds
+            sandbox.deadline, sandbox.seconds = deadline, seconds
         before, tempfile.tempdir = tempfile.tempdir, str(self.exchange)
         try:
             points, feedback = score(hidden, ns)

@@ -2,7 +2,7 @@
 
 A function exercise's answer is run in a fresh sandbox, so it is defined there from the student's source:
 the statement that defines it, and, transitively, the statements that define the names it reads
-(imports, constants, helpers), in notebook order. Nothing is taken from the student's kernel.
+(imports, constants, the functions it calls), in notebook order. Nothing is taken from the student's kernel.
 
 >>> cells = ["import math\\nX = 2", "y = slow()", "def f(a):\\n    return math.sqrt(a) * X"]
 >>> program(cells, "f")
@@ -71,17 +71,28 @@ def reads(node: ast.AST) -> set[str]:
 
 
 def program(cells: list[str], name: str) -> list[str]:
-    """The statements, in order, that define `name` and what it reads (empty when nothing defines it)."""
+    """The statements, in order, that define `name` and what it reads (empty when nothing defines it).
+
+    Each statement's names are read once and indexed, so a notebook of n statements costs about n, not n^2.
+    """
+    import bisect
+
     body = _statements(cells)
+    where: dict[str, list[int]] = {}
+    for i, node in enumerate(body):
+        for bound in defines(node):
+            where.setdefault(bound, []).append(i)
     chosen, seen = set(), set()
     needs = [(name, len(body))]
     while needs:
         wanted, before = needs.pop()
-        if (wanted, before) in seen:
+        places = where.get(wanted, [])
+        at = bisect.bisect_left(places, before) - 1
+        i = places[at] if at >= 0 else None
+        if i is None or (wanted, i) in seen:
             continue
-        seen.add((wanted, before))
-        i = next((i for i in range(before - 1, -1, -1) if wanted in defines(body[i])), None)
-        if i is not None and i not in chosen:
+        seen.add((wanted, i))
+        if i not in chosen:
             chosen.add(i)
             needs += [(n, i) for n in reads(body[i]) - vars(builtins).keys()]
     return [ast.unparse(body[i]) for i in sorted(chosen)]

@@ -27,15 +27,17 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
 
-from kit import definitions, manual, sandbox, summary
+from kit import analysis, cache, definitions, manual, sandbox, summary, walls
 from kit.escape import csv_cell, md, shown
 from kit.hidden import Hidden, load
-from kit.runner import Kernel, Limits, Run, exercise_meta
+from kit.row import Row
+from kit.runner import Kernel, Limits, Run
 from ragcourse.book.exercises import VARIANT_ENV, variant
 
 KIT = Path(__file__).resolve().parent
@@ -46,24 +48,12 @@ MAX_NOTEBOOK = 64 << 20  # bytes: a notebook with its outputs; a bigger file is 
 MAX_FEEDBACK = 500
 DEFAULT_LIMITS = Limits()
 UNSAFE_NOTE = "graded WITHOUT a sandbox (--unsafe): the grader did not isolate this notebook"
+CHECKER_IMPORT = (f"import sys as _kit_sys\n_kit_sys.path[:0] = [{str(ROOT)!r}]\n"
+                  "from kit.checker import Checker as _KitChecker\n")
 ROWS_FILE = re.compile(r"^[0-9a-f]{32}-\d\d\.json$")  # OUT/.rows/<hash of the student's folder name>-<chapter>.json
 RESERVED = ("grades.csv", "summary.md", ".rows")  # names in OUT that no student's feedback folder may take
 
 __all__ = ["COLUMNS", "Kernel", "Limits", "Row", "Run", "grade_dir", "grade_notebook", "load_checks", "main"]
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of grades.csv."""
-
-    student: str
-    chapter: str
-    exercise: str
-    points: float
-    max_points: int
-    feedback: str
-    automatic_points: float | None = None  # set when an instructor's mark (OUT/manual.csv) replaced `points`
-    manual_note: str = ""
 
 
 def exercise_key(exercise: str) -> tuple[int, ...]:
@@ -100,6 +90,8 @@ def read_regular(path: Path, limit: int = MAX_NOTEBOOK) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ValueError(f"{path.name} is not a regular file")
+        if info.st_nlink > 1:  # a hard link may be the reference notebook or a classmate's, as a link may
+            raise ValueError(f"{path.name} is a hard link ({info.st_nlink} names for one file): a link is not read")
         if info.st_size > limit:
             raise ValueError(f"{path.name} is {info.st_size >> 20} MB, over the {limit >> 20} MB limit")
         with os.fdopen(fd, "rb", closefd=False) as handle:
@@ -123,26 +115,32 @@ class Chapter:
         self.names = answer_names(self.nb)
         self.stubs = exercise_stubs(self.nb)
         self.kernel = None
-        self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-"))
-        self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
+        self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-", dir=walls.run_folder()))
+        self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-", dir=walls.run_folder()))
 
-    def start(self) -> None:
-        """Start the checker kernel and run the reference chapter in it."""
+    def start(self) -> str:
+        """Start the checker kernel with the reference state: from the cache, else by running the reference
+        notebook (then cached). Says which."""
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(sandbox.package_root()), str(ROOT)])}
         self.kernel = Kernel(self.nb, self.reference.parent, replace(self.limits, cell=3600), env)
         self.kernel.__enter__()
-        run = Run()
-        for index, cell in enumerate(self.nb.cells):
+        run, state = Run(), str(cache.folder() / f"{cache.key(self.checks_path, self.reference)}.pkl")
+        checks, rest = repr(str(self.checks_path)), f"{self.names!r}, {str(self.exchange)!r}"
+        loaded = nbformat.v4.new_code_cell(f"{CHECKER_IMPORT}_kit_checker = _KitChecker.from_state({checks}, "
+                                           f"{state!r}, {rest})")
+        cells = list(self.nb.cells)  # nbclient puts a cell run at index 0 in the notebook's first place
+        if self.kernel.execute(loaded, 0, 600, run) is None:
+            return "reference state from the cache"
+        for index, cell in enumerate(cells):
             if cell.cell_type == "code" and self.kernel.execute(cell, index, 3600, run) in ("timeout", "dead"):
                 raise RuntimeError(f"the reference {self.reference.name} failed in code cell {index + 1}: "
                                    f"{run.notes or [o.get('evalue') for o in cell.outputs]}")
-        setup = nbformat.v4.new_code_cell(
-            f"import sys as _kit_sys\n_kit_sys.path[:0] = [{str(ROOT)!r}]\n"
-            "from kit.checker import Checker as _KitChecker\n"
-            f"_kit_checker = _KitChecker({str(self.checks_path)!r}, dict(globals()), {self.names!r}, "
-            f"{str(self.exchange)!r})\n")
+        setup = nbformat.v4.new_code_cell(f"{CHECKER_IMPORT}_kit_checker = _KitChecker({checks}, dict(globals()), "
+                                          f"{rest})\nprint(_kit_checker.save_state({state!r}))")
         if self.kernel.execute(setup, 0, 600, run) is not None:
             raise RuntimeError(f"the checks of chapter {self.chapter} could not be loaded: {setup.outputs}")
+        lost = "".join(o.get("text", "") for o in setup.outputs).strip()
+        return "ran the reference" + ("" if lost == "[]" else f" (not cached: {lost[:200]} cannot be kept)")
 
     def close(self) -> None:
         """Stop the checker kernel."""
@@ -152,13 +150,11 @@ class Chapter:
         shutil.rmtree(self.folder, ignore_errors=True)
         shutil.rmtree(self.exchange, ignore_errors=True)
 
-    def score(self, values: dict, functions: dict, run: Run) -> dict[str, tuple[float, str]]:
-        """{exercise: (points, feedback)} for one student's exported answers (untrusted, checked here)."""
+    def score(self, job: Path, run: Run, deadline: float) -> dict[str, tuple[float, str]]:
+        """{exercise: (points, feedback)} for one student's exported answers (untrusted, checked here), read
+        from the job file `kit.analysis` wrote; all the checks within `deadline` (time.monotonic())."""
         if self.kernel is None:
             self.start()
-        job = self.folder / "student.json"
-        job.write_text(json.dumps({"values": values, "functions": functions, "unsafe": self.unsafe,
-                                   "check_seconds": self.limits.check}), encoding="utf-8")
         token = "kit" + secrets.token_hex(8)
         cell = nbformat.v4.new_code_cell(f"_kit_checker.student({str(job)!r})")
         if self.kernel.execute(cell, 0, 120, run) is not None:  # no check runs on another student's answers
@@ -167,13 +163,18 @@ class Chapter:
             return {}
         scores = {}
         for exercise in sorted(self.checks, key=exercise_key):
-            cell = nbformat.v4.new_code_cell(f"_kit_checker.run({exercise!r}, {token!r})")
-            outcome = self.kernel.execute(cell, 0, self.limits.check + 30, run)
+            left = deadline - time.monotonic()
+            if left <= 1:
+                scores[exercise] = (0.0, f"not graded: this notebook used its whole {self.limits.submission:.0f} s")
+                continue
+            seconds = min(self.limits.check, left)
+            cell = nbformat.v4.new_code_cell(f"_kit_checker.run({exercise!r}, {token!r}, {seconds!r})")
+            outcome = self.kernel.execute(cell, 0, seconds + 30, run)
             found = _tagged(cell, token)
             if found:
                 scores[exercise] = self._checked(exercise, found)
             elif outcome == "timeout":
-                scores[exercise] = (0.0, f"the check ran past its {self.limits.check:.0f} s limit")
+                scores[exercise] = (0.0, f"the check ran past its {seconds:.0f} s limit")
             if not run.alive:  # the checker kernel died: start afresh for the next student
                 self._restart(run)
                 break
@@ -186,8 +187,8 @@ class Chapter:
         """A fresh checker kernel for the next student (started on demand)."""
         run.alive = True
         self.close()
-        self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-"))
-        self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-"))
+        self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-", dir=walls.run_folder()))
+        self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-", dir=walls.run_folder()))
 
     def _checked(self, exercise: str, found: dict) -> tuple[float, str]:
         points, feedback = found.get("points"), found.get("feedback")
@@ -216,39 +217,50 @@ def _bounded(text, limit: int = MAX_FEEDBACK) -> str:
 
 
 def grade_submission(data: bytes, chapter: Chapter, limits: Limits, unsafe: bool) -> tuple[dict, Run]:
-    """Scores {exercise: (points, feedback)} of one notebook's bytes, and notes on what happened."""
-    run = Run(notes=[UNSAFE_NOTE] if unsafe else [])
-    why_zero = {ex: (0.0, "") for ex in chapter.checks}
+    """Scores {exercise: (points, feedback)} of one notebook's bytes, and notes on what happened: its run in
+    a sandbox, the grader's reading of it in a child process (kit/analysis.py), then the checks; all of it
+    within the submission's time budget."""
+    run, deadline = Run(notes=[UNSAFE_NOTE] if unsafe else []), time.monotonic() + limits.submission
     data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark, from an editor that is not Jupyter
+    limits_data = {"cell": limits.cell, "notebook": limits.notebook, "check": limits.check, "grace": limits.grace,
+                   "submission": limits.submission}
+    folder = Path(tempfile.mkdtemp(prefix="ragcourse-analysis-", dir=walls.run_folder()))
     try:
-        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
-        sources = [c.source for c in nb.cells if c.cell_type == "code" and isinstance(c.source, str)]
-    except Exception as err:  # noqa: BLE001 - not a notebook at all
-        run.notes.append(f"not a readable notebook ({type(err).__name__})")
-        return {ex: (0.0, "not graded: not a readable notebook") for ex in why_zero}, run
-    _note_variant(nb, run)
-    limits_data = {"cell": limits.cell, "notebook": limits.notebook, "check": limits.check, "grace": limits.grace}
-    result = sandbox.run_notebook(data, chapter.names, limits_data, unsafe)
-    notes = result.get("notes") if isinstance(result.get("notes"), list) else []
-    run.notes += [_bounded(n, 300) for n in notes[:50]]
-    exported = result.get("exported")
-    not_attempted = {str(x) for x in result.get("not_attempted", []) if isinstance(x, str)}
-    values = exported.get("values") if isinstance(exported, dict) else None
-    if not isinstance(values, dict):
-        why = "not graded: " + (run.notes[-1] if len(run.notes) > unsafe else "the answers did not come back")
-        return {ex: (0.0, why) for ex in why_zero}, run
-    if isinstance(exported.get("environment"), dict):
-        run.environment = {str(k)[:40]: _bounded(v, 80) for k, v in list(exported["environment"].items())[:40]}
-    if isinstance(exported.get("variant"), str) and exported["variant"] != str(variant()):
-        run.notes.append(f"the notebook set {VARIANT_ENV}={_bounded(exported['variant'], 20)}; "
-                         f"graded as variant {variant()}")
-    # only the answer cells' names: a forged export of 2 million names would cost a parse of the notebook each
-    values = {name: v for name, v in values.items() if name in set(chapter.names)}
-    functions = {name: definitions.program(sources, name) for name, v in values.items()
-                 if isinstance(v, dict) and v.get("$t") == "function"}
-    scores = _not_attempted(chapter.score(values, functions, run), not_attempted, nb, chapter.stubs)
+        out, stopped = sandbox.run_notebook_raw(data, chapter.names, limits_data, unsafe)
+        (folder / "submission.ipynb").write_bytes(data)
+        (folder / "result.json").write_bytes(out)
+        job = {"notebook": str(folder / "submission.ipynb"), "result": str(folder / "result.json"),
+               "names": chapter.names, "stubs": chapter.stubs, "out": str(folder / "student.json"),
+               "unsafe": unsafe, "check_seconds": limits.check}
+        found = analysis.analyse(job)
+        run.notes += [stopped] if stopped else []
+        if not found.get("readable"):
+            run.notes.append(_bounded(found.get("why"), 300))
+            return {ex: (0.0, f"not graded: {_bounded(found.get('why'), 300)}") for ex in chapter.checks}, run
+        _read_summary(found, run)
+        if not found.get("has_values"):
+            why = "not graded: " + (run.notes[-1] if len(run.notes) > unsafe else "the answers did not come back")
+            return {ex: (0.0, why) for ex in chapter.checks}, run
+        scores = chapter.score(folder / "student.json", run, deadline)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    scores = _marked(scores, set(found.get("not_attempted", [])), set(found.get("untouched", [])))
     why = "not graded: " + (run.notes[-1] if run.notes else "the check did not report")
-    return {ex: scores.get(ex, (0.0, why)) for ex in why_zero}, run
+    return {ex: scores.get(ex, (0.0, why)) for ex in chapter.checks}, run
+
+
+def _read_summary(found: dict, run: Run) -> None:
+    """The notes, environment and variants of the child's summary, into `run`."""
+    handed = found.get("handed_variant")
+    if isinstance(handed, int) and handed != variant():
+        run.notes.insert(0, f"handed out as variant {handed}, graded as variant {variant()}: "
+                            f"the instructor should grade with {VARIANT_ENV}={handed}")
+    run.notes += [_bounded(n, 300) for n in found.get("notes", [])[:50]]
+    if isinstance(found.get("environment"), dict):
+        run.environment = {str(k)[:40]: _bounded(v, 80) for k, v in list(found["environment"].items())[:40]}
+    exported = found.get("exported_variant")
+    if isinstance(exported, str) and exported != str(variant()):
+        run.notes.append(f"the notebook set {VARIANT_ENV}={_bounded(exported, 20)}; graded as variant {variant()}")
 
 
 def _collapsed(text) -> str:
@@ -265,22 +277,16 @@ def exercise_stubs(nb) -> dict[str, str]:
 def _not_attempted(scores: dict, raised: set[str], nb, stubs: dict[str, str]) -> dict:
     """A zero whose answer cell raised NotImplementedError, or is still its stub (a function stub raises only
     when called, so its checks saw wrong answers), says "not attempted"; a score above zero is kept."""
-    metas = [(cell, exercise_meta(cell)) for cell in nb.cells if cell.cell_type == "code"]
-    untouched = {str(meta.get("id")) for cell, meta in metas
-                 if isinstance(meta, dict) and stubs.get(str(meta.get("id"))) == _collapsed(cell.source)}
+    return _marked(scores, raised, set(analysis.untouched(nb, stubs)))
+
+
+def _marked(scores: dict, raised: set[str], untouched: set[str]) -> dict:
+    """`_not_attempted` with the untouched answer cells already known."""
     for ex, (points, _) in list(scores.items()):
         if not points and (ex in raised or ex in untouched):
             why = "still raises NotImplementedError" if ex in raised else "is still the stub as handed out"
             scores[ex] = (0.0, f"not attempted: the answer cell {why}")
     return scores
-
-
-def _note_variant(nb, run: Run) -> None:
-    meta = nb.metadata.get("ragcourse") if isinstance(nb.metadata, dict) else None
-    handed = meta.get("variant") if isinstance(meta, dict) else None
-    if isinstance(handed, int) and not isinstance(handed, bool) and handed != variant():
-        run.notes.insert(0, f"handed out as variant {handed}, graded as variant {variant()}: "
-                            f"the instructor should grade with {VARIANT_ENV}={handed}")
 
 
 def grade_notebook(path: Path, checks_path: Path, limits: Limits = DEFAULT_LIMITS, reference: Path | None = None,
@@ -369,6 +375,19 @@ def _feedback_section(chapter: str, name: str | None, rows: list[Row], run: Run)
     return lines + [""]
 
 
+STUDENT_SUFFIX = " (student)"
+
+
+def feedback_name(name: str, reserved: set[str]) -> str:
+    """The feedback folder's name for a student's folder `name`: one to one, never a name the output uses.
+
+    >>> [feedback_name(n, {"grades.csv"}) for n in ("ann", "grades.csv", "grades.csv (student)", "Grades.CSV")]
+    ['ann', 'grades.csv (student)', 'grades.csv (student) (student)', 'Grades.CSV (student)']
+    """
+    escaped = name.lower() in reserved or name.endswith(STUDENT_SUFFIX)
+    return name + STUDENT_SUFFIX if escaped else name
+
+
 class Output:
     """The output folder: a real folder outside SUBMISSIONS, written file by file, atomically, never through a link.
 
@@ -415,9 +434,11 @@ class Output:
         os.replace(tmp, path)
 
     def feedback_folder(self, name: str) -> Path:
-        """OUT/<name>, or OUT/<name> (student) for a name the output itself uses or a file already holds."""
-        taken = name.lower() in self.reserved or (self.root / name).is_file()
-        return self.root / (f"{name} (student)" if taken else name)
+        """OUT/<name>, or OUT/<name> (student) for a name the output uses, a file already holds, or one that
+        already ends so: an escape no two names share ("grades.csv" -> "grades.csv (student)",
+        "grades.csv (student)" -> "grades.csv (student) (student)")."""
+        taken = {name.lower()} if (self.root / name).is_file() else set()
+        return self.root / feedback_name(name, self.reserved | taken)
 
     def student(self, name: str, rows: list[Row], sections: dict[str, str]) -> None:
         """One student's rows and feedback file, as soon as they are graded."""
@@ -472,6 +493,88 @@ class Output:
         return rows
 
 
+@dataclass(frozen=True)
+class Cost:
+    """What grading one student took: wall-clock seconds, and CPU seconds of the grader, its sandboxes and kernels."""
+
+    wall: float
+    cpu: float
+
+
+def costs_line(costs: list[Cost], jobs: int) -> str:
+    """The line printed after a class: per-student wall and CPU.
+
+    >>> costs_line([Cost(10.0, 8.0), Cost(14.0, 9.0)], 2)
+    '>> per student (2 students, -j 2): wall 12.0 s mean (max 14.0 s), CPU 8.5 s mean (max 9.0 s)'
+    """
+    walls, cpus = [c.wall for c in costs], [c.cpu for c in costs]
+    return (f">> per student ({len(costs)} students, -j {jobs}): wall {sum(walls) / len(walls):.1f} s mean "
+            f"(max {max(walls):.1f} s), CPU {sum(cpus) / len(cpus):.1f} s mean (max {max(cpus):.1f} s)")
+
+
+def _cpu_now(chapters: dict[str, Chapter]) -> float:
+    """CPU seconds so far of this process, its ended children (sandboxes) and the chapters' checker kernels."""
+    times = os.times()  # a sandbox's processes are killed, never reaped into ours: their CPU is read before
+    total = times.user + times.system + times.children_user + times.children_system + sandbox.CPU_SPENT[0]
+    for chapter in chapters.values():
+        pid = chapter.kernel.km.provisioner.pid if chapter.kernel and chapter.kernel.km.has_kernel else None
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split() if pid else []
+        except OSError:
+            fields = []
+        total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK") if fields else 0.0
+    return total
+
+
+def _grade_one(student: Path, chapters: dict[str, Chapter], limits: Limits, unsafe: bool):
+    """(student, rows, feedback, cost) for one student's folder; a failure is their rows, never the class's."""
+    wall, cpu = time.monotonic(), _cpu_now(chapters)
+    try:
+        rows, feedback = grade_student(student, chapters, limits, unsafe)
+    except Exception as err:  # noqa: BLE001 - one bad submission costs one student
+        rows, feedback = _failed_student(student, chapters, err)
+    return student, rows, feedback, Cost(time.monotonic() - wall, max(0.0, _cpu_now(chapters) - cpu))
+
+
+_WORKER: dict = {}  # in a worker process of `-j`: its own chapters (checker kernels), limits and mode
+
+
+def _worker_start(specs: list[tuple[str, Path, Path]], limits: Limits, unsafe: bool) -> None:
+    from multiprocessing import util
+
+    chapters = {n: Chapter(n, checks, reference, limits, unsafe) for n, checks, reference in specs}
+    _WORKER.update(chapters=chapters, limits=limits, unsafe=unsafe)
+    util.Finalize(None, lambda: [c.close() for c in chapters.values()], exitpriority=10)
+
+
+def _worker_grade(student: Path):
+    return _grade_one(student, _WORKER["chapters"], _WORKER["limits"], _WORKER["unsafe"])
+
+
+def _graded(students: list[Path], chapters: dict[str, Chapter], limits: Limits, unsafe: bool, jobs: int, log):
+    """(student, rows, feedback, cost) per student, as each is done: in this process, or `jobs` at a time
+    in worker processes, each with its own checker kernels (a student's grades never depend on the others)."""
+    if jobs <= 1:
+        for student in students:
+            log(f">> grading {shown(student.name)}: chapter(s) {', '.join(chapters)} (variant {variant()})")
+            yield _grade_one(student, chapters, limits, unsafe)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    specs = [(n, c.checks_path, c.reference) for n, c in chapters.items()]
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+                             initargs=(specs, limits, unsafe)) as pool:
+        pending = {pool.submit(_worker_grade, student): student for student in students}
+        for future in as_completed(pending):
+            student = pending[future]
+            log(f">> graded {shown(student.name)}")
+            try:
+                yield future.result()
+            except Exception as err:  # noqa: BLE001 - a worker that died: its student's rows say so
+                yield (student, *_failed_student(student, chapters, err), Cost(0.0, 0.0))
+
+
 def _chapters_submitted(students: list[Path], checks_dir: Path) -> list[str]:
     found = {chapter_of(p) for s in students for p in _submitted(s)} - {None}
     return sorted(c for c in found if (checks_dir / f"ch{c}.py").exists())
@@ -479,9 +582,15 @@ def _chapters_submitted(students: list[Path], checks_dir: Path) -> list[str]:
 
 def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limits = DEFAULT_LIMITS,
               chapters: list[str] | None = None, out: Path | None = None, reference: Path | None = None,
-              unsafe: bool = False, log=print) -> list[Row]:
-    """Grade every SUBMISSIONS/<student>/*.ipynb; write OUT/grades.csv and OUT/<student>/feedback.md."""
+              unsafe: bool = False, log=print, jobs: int = 1) -> list[Row]:
+    """Grade every SUBMISSIONS/<student>/*.ipynb, `jobs` students at a time; write OUT/grades.csv and
+    OUT/<student>/feedback.md."""
     output = Output(out or submissions.parent / f"{submissions.name}-graded", submissions)
+    for stale in walls.clean_stale():
+        log(f">> removed {stale}, left by a grader that was stopped")
+    if not unsafe:
+        log(f">> sandboxes: {walls.describe(sandbox.Quota().sandbox_memory, sandbox.Quota().sandbox_processes)}, "
+            "seccomp, /proc read-only")
     students, skipped = student_folders(submissions)
     hidden = sorted(n for n in os.listdir(submissions) if n.startswith("."))
     for why, names in (("not a real folder", skipped), ("hidden, no row in grades.csv", hidden)):
@@ -500,19 +609,19 @@ def grade_dir(submissions: Path, checks_dir: Path = KIT / "checks", limits: Limi
         output.student(name, rows, feedback)
     try:
         for chapter in open_chapters.values():
-            log(f">> chapter {chapter.chapter}: running the reference {chapter.reference.name} for the checks")
-            chapter.start()
-        for student in students:
-            log(f">> grading {shown(student.name)}: chapter(s) {', '.join(chapters)} (variant {variant()})")
-            try:
-                rows, feedback = grade_student(student, open_chapters, limits, unsafe)
-            except Exception as err:  # noqa: BLE001 - one bad submission costs one student
-                rows, feedback = _failed_student(student, open_chapters, err)
+            log(f">> chapter {chapter.chapter}: {chapter.start()} ({chapter.reference.name})")
+            if jobs > 1:
+                chapter.close()  # the workers load the state it computed (or run the reference themselves)
+        costs = []
+        for student, rows, feedback, cost in _graded(students, open_chapters, limits, unsafe, jobs, log):
             output.student(student.name, rows, feedback)
             output.merge()
+            costs.append(cost)
     finally:
         for chapter in open_chapters.values():
             chapter.close()
+    if costs:
+        log(costs_line(costs, jobs))
     output.report(log)
     return output.merge()
 
@@ -526,6 +635,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", type=Path, help="the folder of reference notebooks (default: notebooks/)")
     parser.add_argument("--unsafe", action="store_true",
                         help="grade WITHOUT a sandbox when bwrap cannot make one (said in every feedback)")
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                        help="students graded at a time, each in its own sandbox (default: one per core)")
     defaults = Limits()
     for name in ("cell", "notebook", "check"):
         parser.add_argument(f"--{name}-timeout", type=float, default=getattr(defaults, name))
@@ -542,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
     chapters = [f"{int(c):02d}" for c in args.chapters.split(",")] if args.chapters else None
     try:
         rows = grade_dir(args.submissions, args.checks, limits, chapters, args.out, args.reference,
-                         unsafe=args.unsafe and why is not None)
+                         unsafe=args.unsafe and why is not None, jobs=max(1, args.jobs))
     except (ValueError, RuntimeError) as err:
         print(f"kit.grade: {err}", file=sys.stderr)
         return 2

@@ -29,6 +29,7 @@ class Limits:
     notebook: float = 1800
     check: float = 300
     grace: float = 15
+    submission: float = 2700  # everything one notebook may cost: its run and all its checks
 
 
 @dataclass
@@ -216,6 +217,7 @@ def function_main(job: dict, channel) -> None:
     sys.path.insert(0, str(HERE))
     import codec
 
+    codec.IMPORT_RECORDS = True  # the checks' inputs may be the package's records, from modules not yet imported
     # `python -I` ignores PYTHONPATH: the package's folder (when this sandbox has one) is added here.
     sys.path[1:1] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 

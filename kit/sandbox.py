@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from kit import codec
+from kit import codec, walls
 
 KIT = Path(__file__).resolve().parent
 RUNNER_FILES = ("runner.py", "codec.py")  # the only files of kit/ a sandbox sees: no check, no secret
@@ -48,6 +48,9 @@ class Quota:
     cpu: int = 3600
     tmp_size: int = 512 << 20
     output: int = 64 << 20  # the most a sandbox may print back
+    sandbox_memory: int = 6 << 30  # all its processes together (a cgroup, else a watch on its process tree)
+    sandbox_processes: int = 512  # all its processes and threads together (a pids cgroup)
+    cgroup: bool = True  # False: the watch even where a cgroup could be made (tests of the fallback)
 
 
 class SandboxError(RuntimeError):
@@ -81,14 +84,18 @@ def _system_paths() -> list[str]:
 
 
 def bwrap_command(job_dir: Path, extra_ro: list[tuple[str, str]] = (), quota: Quota = Quota(),
-                  package: bool = True) -> list[str]:
-    """The bwrap command line for a sandbox that reads its job from `job_dir` (mounted read-only)."""
+                  package: bool = True, seccomp_fd: int | None = None) -> list[str]:
+    """The bwrap command line for a sandbox that reads its job from `job_dir` (mounted read-only).
+
+    All of /proc is read-only (no /proc/sys, /proc/sysrq-trigger or /proc/irq write, whatever the sandbox's
+    user is on the host) and, given `seccomp_fd`, the filter of kit/walls.py is loaded."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxError("bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
     own_user = ["--uid", "65534", "--gid", "65534"] if _as_root() and not drop_to_nobody() else []
     cmd = [bwrap, "--unshare-all", "--unshare-user", *_no_nested_userns(bwrap), "--die-with-parent", *own_user,
-           "--new-session", "--proc", "/proc", "--dev", "/dev",
+           "--new-session", "--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev",
+           *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
            "--size", str(quota.tmp_size), "--tmpfs", "/tmp", "--size", str(quota.tmp_size), "--tmpfs", "/dev/shm",
            "--dir", INSIDE_WORK, "--clearenv"]
     for path in _system_paths():
@@ -145,7 +152,7 @@ def _no_nested_userns(bwrap: str) -> tuple[str, ...]:
     return ("--disable-userns",) if newer and not os.stat(bwrap).st_mode & 0o4000 else ()
 
 
-def _limit(quota: Quota, drop: bool):
+def _limit(quota: Quota, drop: bool, group: walls.Group | None = None):
     """The function run in the child before bwrap: limits, a session of its own, and `nobody` as root.
 
     RLIMIT_NPROC counts every process of the user, so the sandbox may start `quota.processes` more than
@@ -157,6 +164,8 @@ def _limit(quota: Quota, drop: bool):
 
     def apply() -> None:
         os.setsid()
+        if group is not None:
+            group.enter()
         with open("/proc/self/oom_score_adj", "w") as handle:  # noqa: PTH123 - in the child, before exec
             handle.write("1000")
         for kind, value in ((resource.RLIMIT_AS, quota.memory), (resource.RLIMIT_NPROC, processes),
@@ -194,6 +203,22 @@ def drop_to_nobody() -> bool:
 SYSTEM_TMP = tempfile.gettempdir()
 
 
+@dataclass
+class Launched:
+    """A running sandbox: its bwrap process, job folder, and what bounds it as a whole (a cgroup, or a watch)."""
+
+    proc: subprocess.Popen
+    folder: Path
+    group: walls.Group | None = None
+    watch: walls.Watch | None = None
+
+    def over(self) -> bool:
+        """Whether the sandbox passed its memory limit (and was stopped)."""
+        if self.watch is not None:
+            return self.watch.check()
+        return self.group is not None and self.group.oom_killed()
+
+
 def _hand_over(path: Path, mode: int) -> Path:
     """`path` for the sandbox's user alone (`nobody` when the grader is root): no other local user reads a notebook."""
     path.chmod(mode)
@@ -216,7 +241,7 @@ def share_exchange(folder: Path) -> None:
 
 
 def _job_dir(prefix: str) -> Path:
-    return _hand_over(Path(tempfile.mkdtemp(prefix=prefix, dir=SYSTEM_TMP)), 0o700)
+    return _hand_over(Path(tempfile.mkdtemp(prefix=prefix, dir=walls.run_folder())), 0o700)
 
 
 def _write_job(folder: Path, job: dict) -> Path:
@@ -227,53 +252,70 @@ def _write_job(folder: Path, job: dict) -> Path:
 
 @cache
 def available() -> str | None:
-    """None when this machine can make a sandbox; else why not (what the machine needs)."""
+    """None when this machine can make a sandbox with all its walls; else why not (what the machine needs)."""
+    if _as_root() and not drop_to_nobody() and not walls.cgroups_usable():
+        return ("the sandbox's user would be root on the host (the interpreter is not reachable by nobody) and no "
+                "pids cgroup can cap its processes: install the venv where nobody can read it, or grade as "
+                "another user")
     folder = _job_dir("ragcourse-probe-")
     try:
-        (folder / "probe.py").write_text("print('ok')\n", encoding="utf-8")
-        cmd = bwrap_command(folder)[:-2] + [f"{INSIDE_JOB}/probe.py"]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
-                              preexec_fn=_limit(Quota(), drop_to_nobody()))  # noqa: PLW1509 - limits for the child only
-    except (SandboxError, OSError, subprocess.TimeoutExpired) as err:
+        (folder / "probe.py").write_text("print(open('/proc/self/status').read().split('Seccomp:')[1].split()[0])\n",
+                                         encoding="utf-8")
+        with open(walls.seccomp_filter(), "rb") as rules:  # noqa: PTH123
+            cmd = bwrap_command(folder, seccomp_fd=rules.fileno())[:-2] + [f"{INSIDE_JOB}/probe.py"]
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, pass_fds=(rules.fileno(),),
+                                  preexec_fn=_limit(Quota(), drop_to_nobody()))  # noqa: PLW1509 - the child only
+    except (SandboxError, walls.WallError, OSError, subprocess.TimeoutExpired) as err:
         return str(err)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    if done.stdout.strip() != "ok":
-        return ("bwrap could not make a sandbox (it needs unprivileged user namespaces: sysctl "
-                "kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0): " + done.stderr.strip()[:300])
+    if done.stdout.strip() != "2":
+        return ("bwrap could not make a sandbox with its seccomp filter (it needs unprivileged user namespaces: "
+                "sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0): "
+                + done.stderr.strip()[:300])
     return None
 
 
-def _read_bounded(proc: subprocess.Popen, limit: int, deadline: float) -> tuple[bytes, str | None]:
-    """Standard output of `proc` until it ends, `limit` bytes or the deadline; (bytes, why it was cut)."""
-    chunks, size, fd = [], 0, proc.stdout.fileno()
+def _read_bounded(run: Launched, limit: int, deadline: float) -> tuple[bytes, str | None]:
+    """Standard output of a sandbox until it ends, `limit` bytes or the deadline; (bytes, why it was cut)."""
+    chunks, size, fd = [], 0, run.proc.stdout.fileno()
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             return b"".join(chunks), "time"
-        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+        if run.over():
+            return b"", "memory"
+        ready, _, _ = select.select([fd], [], [], min(left, 0.25))
         if not ready:
             continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
-            return b"".join(chunks), None
+            return b"".join(chunks), "memory" if run.over() else None
         size += len(chunk)
         if size > limit:
             return b"", "size"
         chunks.append(chunk)
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """Kill the sandbox's whole session (bwrap, then its PID namespace goes with it)."""
+#: CPU seconds of the sandboxes this process stopped (read just before each was killed): kit/grade.py's cost
+CPU_SPENT = [0.0]
+
+
+def _stop(run: Launched) -> None:
+    """Kill the sandbox's whole session (bwrap, then its PID namespace goes with it), its cgroup and job folder."""
+    CPU_SPENT[0] += walls.tree_cpu(run.proc.pid)
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(run.proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     try:
-        proc.kill()
+        run.proc.kill()
     except ProcessLookupError:
         pass
-    proc.wait()
+    run.proc.wait()
+    if run.group is not None:
+        run.group.remove()
+    shutil.rmtree(run.folder, ignore_errors=True)
 
 
 def unsafe_command(job_dir: Path) -> list[str]:
@@ -281,7 +323,7 @@ def unsafe_command(job_dir: Path) -> list[str]:
     return [sys.executable, "-I", str(KIT / "runner.py")]
 
 
-def _launch(mode: str, job: dict, unsafe: bool, quota: Quota, package: bool = True, extra_ro=()):
+def _launch(mode: str, job: dict, unsafe: bool, quota: Quota, package: bool = True, extra_ro=()) -> Launched:
     folder = _job_dir(f"ragcourse-{mode}-")
     for name, data in job.pop("files", {}).items():
         (folder / name).write_bytes(data)
@@ -289,35 +331,52 @@ def _launch(mode: str, job: dict, unsafe: bool, quota: Quota, package: bool = Tr
     inside = str(folder) if unsafe else INSIDE_JOB
     job = {k: (v.replace("{job}", inside) if isinstance(v, str) else v) for k, v in job.items()}
     _write_job(folder, job)
+    group = walls.Group(quota.sandbox_memory, quota.sandbox_processes) if quota.cgroup and walls.cgroups_usable() \
+        else None
+    with open(walls.seccomp_filter(), "rb") if not unsafe else open(os.devnull, "rb") as rules:  # noqa: PTH123
+        if unsafe:
+            env = {**os.environ, "PYTHONPATH": str(package_root()) if package else ""}
+            cmd, pre = unsafe_command(folder), _limit(quota, False, group)
+        else:
+            env, pre = {}, _limit(quota, drop_to_nobody(), group)
+            cmd = bwrap_command(folder, list(extra_ro), quota, package, rules.fileno())
+        proc = subprocess.Popen([*cmd, mode, f"{inside}/job.json"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL if not os.environ.get("KIT_DEBUG") else None,
+                                env=env, preexec_fn=pre, cwd=folder if unsafe else None,  # noqa: PLW1509
+                                pass_fds=(rules.fileno(),))
+    watch = walls.Watch(proc.pid, quota.sandbox_memory) if group is None else None
+    return Launched(proc, folder, group, watch)
+
+
+def run_notebook_raw(data: bytes, names: list[str], limits: dict, unsafe: bool = False,
+                     quota: Quota = Quota()) -> tuple[bytes, str | None]:
+    """Run a notebook (its bytes) in a fresh sandbox: what it printed back (untrusted, unread), and a note
+    when it was stopped (time, size, memory)."""
+    job = {"notebook": "{job}/submission.ipynb", "cwd": INSIDE_WORK, "names": names, "limits": limits,
+           "variant_env": "RAGCOURSE_VARIANT", "files": {"submission.ipynb": data}}
     if unsafe:
-        env = {**os.environ, "PYTHONPATH": str(package_root()) if package else ""}
-        cmd, pre = unsafe_command(folder), _limit(quota, False)
-    else:
-        env, cmd, pre = {}, bwrap_command(folder, list(extra_ro), quota, package), _limit(quota, drop_to_nobody())
-    proc = subprocess.Popen([*cmd, mode, f"{inside}/job.json"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL if not os.environ.get("KIT_DEBUG") else None,
-                            env=env, preexec_fn=pre, cwd=folder if unsafe else None)  # noqa: PLW1509
-    return proc, folder
+        job["cwd"] = tempfile.mkdtemp(prefix="ragcourse-unsafe-", dir=walls.run_folder())
+    run = _launch("notebook", job, unsafe, quota)
+    run.proc.stdin.close()
+    wall = min(limits["notebook"] + limits["check"] + 4 * limits["grace"] + 60, limits.get("submission", 1e9))
+    try:
+        out, cut = _read_bounded(run, quota.output, time.monotonic() + wall)
+    finally:
+        _stop(run)
+        if unsafe:
+            shutil.rmtree(job["cwd"], ignore_errors=True)
+    notes = {"memory": f"the notebook's run passed its memory limit ({quota.sandbox_memory >> 20} MB for all its "
+                       "processes) and was stopped",
+             "time": f"the notebook's run passed its {wall:.0f} s wall-clock limit and was stopped",
+             "size": f"the notebook's run printed more than {quota.output >> 20} MB back and was stopped"}
+    return (b"", notes[cut]) if cut else (out, None)
 
 
 def run_notebook(data: bytes, names: list[str], limits: dict, unsafe: bool = False, quota: Quota = Quota()) -> dict:
     """Run a notebook (its bytes) in a fresh sandbox; the runner's result (untrusted) or a note why none."""
-    job = {"notebook": "{job}/submission.ipynb", "cwd": INSIDE_WORK, "names": names, "limits": limits,
-           "variant_env": "RAGCOURSE_VARIANT", "files": {"submission.ipynb": data}}
-    if unsafe:
-        job["cwd"] = tempfile.mkdtemp(prefix="ragcourse-unsafe-")
-    proc, folder = _launch("notebook", job, unsafe, quota)
-    proc.stdin.close()
-    wall = limits["notebook"] + limits["check"] + 4 * limits["grace"] + 60
-    try:
-        out, cut = _read_bounded(proc, quota.output, time.monotonic() + wall)
-    finally:
-        _stop(proc)
-        shutil.rmtree(folder, ignore_errors=True)
-    if cut == "time":
-        return {"notes": [f"the notebook's run passed its {wall:.0f} s wall-clock limit and was stopped"]}
-    if cut == "size":
-        return {"notes": [f"the notebook's run printed more than {quota.output >> 20} MB back and was stopped"]}
+    out, note = run_notebook_raw(data, names, limits, unsafe, quota)
+    if note:
+        return {"notes": [note]}
     try:
         result = json.loads(out.decode("utf-8"), parse_constant=codec._refuse)
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -343,34 +402,33 @@ class Functions:
                  exchange: Path | None = None, quota: Quota = Quota()):
         self.statements, self.deadline, self.unsafe, self.package = statements, deadline, unsafe, package
         self.exchange, self.quota = exchange, quota
-        self.proc = self.folder = None
+        self.run: Launched | None = None
         self.calls, self.seconds = 0, 0.0
 
     def _start(self) -> None:
         extra = [(str(self.exchange), str(self.exchange))] if self.exchange else []
         job = {"statements": self.statements}
-        self.proc, self.folder = _launch("function", job, self.unsafe, self.quota, self.package, extra)
+        self.run = _launch("function", job, self.unsafe, self.quota, self.package, extra)
 
     def close(self) -> None:
         """Stop the sandbox, if one is running."""
-        if self.proc is not None:
-            _stop(self.proc)
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.proc = None
+        if self.run is not None:
+            _stop(self.run)
+            self.run = None
 
     def call(self, name: str, args: tuple, kwargs: dict):
         """fn(*args, **kwargs) in the sandbox; its value (as data), or the exception it raised."""
         if time.monotonic() >= self.deadline:
             raise FunctionTimeout(f"ran past its {self.seconds:.0f} s limit (does your code loop?)")
-        if self.proc is None:
+        if self.run is None:
             self._start()
         if self.exchange is not None:
             share_exchange(self.exchange)
         self.calls += 1
         request = {"id": self.calls, "name": name, "args": codec.encode(list(args)), "kwargs": codec.encode(kwargs)}
         try:
-            self.proc.stdin.write((json.dumps(request, allow_nan=False) + "\n").encode())
-            self.proc.stdin.flush()
+            self.run.proc.stdin.write((json.dumps(request, allow_nan=False) + "\n").encode())
+            self.run.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             self.close()
             raise StudentError("your function's process ended (did it exit or crash?)") from None
@@ -380,13 +438,16 @@ class Functions:
         return codec.decode(reply.get("value"))
 
     def _reply(self) -> dict:
-        fd, buffer = self.proc.stdout.fileno(), b""
+        fd, buffer = self.run.proc.stdout.fileno(), b""
         while True:
             left = self.deadline - time.monotonic()
             if left <= 0:
                 self.close()
                 raise FunctionTimeout(f"ran past its {self.seconds:.0f} s limit (does your code loop?)")
-            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if self.run.over():
+                self.close()
+                raise StudentError("your function passed its memory limit and was stopped")
+            ready, _, _ = select.select([fd], [], [], min(left, 0.25))
             if not ready:
                 continue
             chunk = os.read(fd, 1 << 16)
@@ -417,19 +478,17 @@ class Functions:
 
 
 def _exception(kind: str, message: str) -> BaseException:
-    """The exception a student's function raised, rebuilt only when it is a builtin or the package's."""
+    """The exception a student's function raised, rebuilt only when it is a builtin exception or one of the
+    package's, from a module already imported (a name in the data never makes the grader import anything)."""
     import builtins
-    import importlib
 
     module, _, qualname = kind.partition(":")
     found = None
     if module == "builtins":
         found = getattr(builtins, qualname, None)
-    elif module.startswith("ragcourse.") and qualname.isidentifier():
-        try:
-            found = getattr(importlib.import_module(module), qualname, None)
-        except ImportError:
-            found = None
+    elif module.startswith("ragcourse.") and qualname.isidentifier() and module in sys.modules:
+        found = getattr(sys.modules[module], qualname, None)
+        found = found if isinstance(found, type) and found.__module__ == module else None
     if isinstance(found, type) and issubclass(found, Exception):
         try:
             return found(message)

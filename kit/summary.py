@@ -8,12 +8,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from statistics import mean, median
-from typing import TYPE_CHECKING
 
 from kit.escape import md
-
-if TYPE_CHECKING:
-    from kit.grade import Row
+from kit.row import Row
 
 
 def _students(rows: list[Row], chapters: list[str]) -> list[str]:

@@ -176,6 +176,7 @@ socket.create_connection(("1.1.1.1", 53), timeout=3)
         "b-steals-checks": (lambda: hostile(steal), (0, 0, 0)),
         "c-copies-reference": (lambda: hostile(copy_reference), (0, 0, 0)),
         "c-symlink": ("symlink", (0, 0, 0)),
+        "c-hardlink": ("hardlink", (0, 0, 0)),
         "d-vandal": (lambda: hostile(vandal), (0, 0, 0)),
         "e-patches": (lambda: hostile(patch), (0, 0, 0)),
         "e-package-own": (lambda: submission(edits={"90.2": "from ragcourse.evaluation import holm as clip"}),
@@ -200,6 +201,7 @@ socket.create_connection(("1.1.1.1", 53), timeout=3)
         "-1+1 | <b>x<b> [l](y)\n# title": (reference, (2, 3, 1)),
         "o-\udcff-latin1": (reference, (2, 3, 1)),
         "grades.csv": (reference, (2, 3, 1)),
+        "grades.csv (student)": (lambda: submission(edits={"90.1": "n_squares = 1"}), (0, 3, 1)),  # not the above's
         "L" * 255: (reference, (2, 3, 1)),
         "z-honest": (reference, (2, 3, 1)),
     }
@@ -239,6 +241,9 @@ def attacked(tmp_path_factory):
         (folder / student).mkdir()
         if make == "symlink":
             target.symlink_to(FIXTURE)
+        elif make == "hardlink":  # to a copy of the reference where the grader reads it (here: beside the class)
+            nbformat.write(reference(), outside / "reference.ipynb")
+            target.hardlink_to(outside / "reference.ipynb")
         elif make == "fifo":
             os.mkfifo(target)
         elif make == "feedback-link":
@@ -301,6 +306,10 @@ def test_feedback_says_why_for_the_careless_and_the_hostile(attacked):
     feedback = {p.parent.name: p.read_text(encoding="utf-8") for p in out.glob("*/feedback.md")}
     assert "not a regular file" in feedback["h-fifo"]
     assert "link" in feedback["c-symlink"] and "link" in feedback["j-folder-link"]
+    assert "hard link" in feedback["c-hardlink"]
+    # two names that differ only by the escape get two folders, each with its own student's feedback
+    assert feedback["grades.csv (student)"].startswith("# Feedback for grades.csv\n")
+    assert feedback["grades.csv (student) (student)"].startswith("# Feedback for grades.csv (student)\n")
     assert "imported, not written by you" in feedback["e-package-own"]
     assert "Cannot allocate memory" in feedback["k-memory"] or "MemoryError" in feedback["k-memory"]
     assert "unreachable" in feedback["l-network"] or "OSError" in feedback["l-network"]
@@ -312,6 +321,9 @@ def test_a_copy_of_the_package_own_function_is_refused():
     source = definitions.program([f"import numpy as np\n{_source(evaluation.holm)}".replace("def holm(", "def mine(")],
                                  "mine")
     assert definitions.not_own_work(source, "mine") == "`mine` is the package's own function, copied: write it yourself"
+    renamed = (_source(evaluation.holm).replace("def holm(", "def mine(").replace("order", "ranks")
+               .replace("adjusted", "out").replace("scaled", "steps"))  # a near-copy: its variables renamed
+    assert "copied" in definitions.not_own_work(definitions.program([f"import numpy as np\n{renamed}"], "mine"), "mine")
     assert "new name" in definitions.not_own_work(["from ragcourse.evaluation import holm", "mine = holm"], "mine")
     assert definitions.not_own_work(["def mine(p):\n    return sorted(p)"], "mine") is None
 
@@ -404,15 +416,15 @@ def test_a_sandbox_starts_while_its_user_already_runs_many_threads():
         if not sandbox.drop_to_nobody():
             pytest.skip("the sandbox runs as root in its own user namespace, where no process count applies")
         as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    helper = subprocess.Popen([*as_user, sys.executable, "-c", THREADS], stdout=subprocess.PIPE, text=True)
+    threads_elsewhere = subprocess.Popen([*as_user, sys.executable, "-c", THREADS], stdout=subprocess.PIPE, text=True)
     try:
-        assert helper.stdout.readline().strip() == "up"
+        assert threads_elsewhere.stdout.readline().strip() == "up"
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import threading\nanswer = 41 + 1")])
         result = sandbox.run_notebook(nbformat.writes(nb).encode(), ["answer"],
                                       {"cell": 30, "notebook": 60, "check": 30, "grace": 10})
     finally:
-        helper.kill()
-        helper.wait()
+        threads_elsewhere.kill()
+        threads_elsewhere.wait()
     assert (result.get("exported") or {}).get("values") == {"answer": 42}, result
 
 
@@ -445,3 +457,218 @@ def test_a_function_reads_but_cannot_write_the_folder_its_check_shares():
     finally:
         functions.close()
         shutil.rmtree(exchange)
+
+
+# ---- the walls around a sandbox (issue 43): kernel interfaces, system calls, memory, leftovers, links ----
+
+LIMITS = {"cell": 60, "notebook": 90, "check": 30, "grace": 10}
+KERNEL_PROBE = """import ctypes, json, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+seen = {"seccomp": open("/proc/self/status").read().split("Seccomp:")[1].split()[0]}
+for path in ["/proc/sys/vm/overcommit_memory", "/proc/sys/kernel/hostname", "/proc/sysrq-trigger",
+             "/proc/self/oom_score_adj", "/proc/1/oom_score_adj"]:
+    try:
+        with open(path, "w") as handle:
+            handle.write("1")
+        seen[path] = "written"
+    except OSError as err:
+        seen[path] = type(err).__name__
+calls = {"unshare": lambda: libc.unshare(0x10000000), "unshare-mount": lambda: libc.unshare(0x00020000),
+         "mount": lambda: libc.mount(b"none", b"/tmp/work", b"tmpfs", 0, None),
+         "ptrace": lambda: libc.ptrace(16, 1, 0, 0), "setns": lambda: libc.setns(0, 0),
+         "keyctl": lambda: libc.syscall(250, 0, 0, 0, 0, 0), "bpf": lambda: libc.syscall(321, 0, 0, 0),
+         "kexec": lambda: libc.syscall(246, 0, 0, 0, 0)}
+for name, call in calls.items():
+    ctypes.set_errno(0)
+    seen[name] = (call(), ctypes.get_errno())
+seen["unshare-command"] = subprocess.run(["unshare", "-U", "true"], capture_output=True).returncode
+answer = json.dumps(seen)
+"""
+
+
+def _one_cell(source: str, names: list[str], quota: sandbox.Quota | None = None) -> dict:
+    quota = quota or sandbox.Quota()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    return sandbox.run_notebook(nbformat.writes(nb).encode(), names, LIMITS, quota=quota)
+
+
+def test_no_kernel_interface_is_writable_and_forbidden_calls_fail_under_seccomp():
+    import errno
+    import json
+
+    result = _one_cell(KERNEL_PROBE, ["answer"])
+    seen = json.loads(result["exported"]["values"]["answer"])
+    assert seen.pop("seccomp") == "2", seen  # a filter is loaded
+    assert "written" not in [seen.pop(p) for p in list(seen) if p.startswith("/proc")], seen
+    assert seen.pop("unshare-command") != 0
+    assert all(value == [-1, errno.EPERM] for value in seen.values()), seen
+
+
+MANY_GIGABYTES = """import fcntl, mmap, os, time
+done, write = os.pipe()
+fcntl.fcntl(done, fcntl.F_SETFL, os.O_NONBLOCK)
+for _ in range(20):
+    if os.fork() == 0:
+        block = mmap.mmap(-1, 1 << 30)
+        for offset in range(0, 1 << 30, 4096):
+            block[offset] = 1
+        os.write(write, b"1")  # this child holds its whole gigabyte
+        time.sleep(60)
+        os._exit(0)
+time.sleep(15)
+try:
+    held = len(os.read(done, 100))
+except BlockingIOError:
+    held = 0
+"""
+
+
+@pytest.mark.parametrize("cgroup", [True, False], ids=["cgroup", "watch"])
+def test_twenty_processes_of_a_gigabyte_stay_within_the_sandbox_memory(cgroup):
+    """20 x 1 GB against 2 GB for the whole sandbox: a cgroup kills some, or the watch stops the sandbox."""
+    from kit import walls
+
+    if cgroup and not walls.cgroups_usable():
+        pytest.skip("no cgroup can be made here: the watch is the wall (tested beside)")
+    result = _one_cell(MANY_GIGABYTES, ["held"], sandbox.Quota(sandbox_memory=2 << 30, cgroup=cgroup))
+    held = ((result.get("exported") or {}).get("values") or {}).get("held")
+    notes = " ".join(result.get("notes", []))
+    if held is None:  # the whole sandbox was stopped, or its kernel killed
+        assert "memory limit" in notes or "kernel died" in notes, result
+    else:  # the kernel and one gigabyte fit in 2 GB, never two
+        assert held <= 1, result
+    assert cgroup or held is None, result  # the watch stops the whole sandbox
+
+
+SLEEPS = "import time\ntime.sleep(300)\nanswer_squares = 1\n"
+
+
+def test_a_kill_9_of_the_grader_leaves_nothing_at_the_next_start(tmp_path):
+    """The grader's job folders and cgroups are named by its pid and start time: the next start removes them."""
+    import signal
+
+    from kit import walls
+
+    folder = tmp_path / "class"
+    (folder / "ann").mkdir(parents=True)
+    nbformat.write(hostile(SLEEPS), folder / "ann" / "90-synthetic.ipynb")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(sandbox.package_root()), str(ROOT)])}
+    grader = subprocess.Popen([sys.executable, "-m", "kit.grade", str(folder), "--out", str(tmp_path / "out"),
+                               "-j", "1", "--checks", str(FIXTURE_CHECKS), "--reference", str(FIXTURE.parent)],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mine = Path(walls.run_folder()).parent.glob(f"{walls.PREFIX}{grader.pid}-*")
+    deadline = time.monotonic() + 240
+    while not [p for p in mine if list(p.glob("ragcourse-notebook-*"))] and time.monotonic() < deadline:
+        time.sleep(1)
+        mine = list(Path(walls.run_folder()).parent.glob(f"{walls.PREFIX}{grader.pid}-*"))
+    grader.send_signal(signal.SIGKILL)
+    grader.wait()
+    assert mine, "the grader never started a sandbox"
+    removed = walls.clean_stale()
+    assert all(str(p) in removed for p in mine) and not [p for p in mine if p.exists()]
+    groups = [g for base in walls._cgroup_bases().values() for g in base.glob(f"{walls.PREFIX}{grader.pid}-*")]
+    assert groups == []
+
+
+# ---- what the checker decodes (issue 44): bounded however nested, no module the data names is imported ----
+
+
+def test_a_nested_forged_answer_is_refused_before_it_is_built():
+    """1,000 rows x 10 nested strings of a wide dtype (42 KB of JSON) was 4 GB in the checker."""
+    import json
+    import resource
+
+    from kit import codec
+
+    nested = {"$t": "ndarray", "dtype": "<U100000", "shape": [1000], "v": [[""] * 10 for _ in range(1000)]}
+    wide = {"$t": "frame", "columns": list(range(10)), "index": list(range(1000)), "v": [[[""] * 10] * 10] * 1000,
+            "dtypes": ["<U16"] * 10}
+    many = [[""] * 1000 for _ in range(6000)]  # 6 million values from 30 MB of JSON
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for data in (nested, many):
+        with pytest.raises(ValueError):
+            codec.loads(json.dumps(data))
+    try:  # a frame of nested lists: built small, or refused
+        codec.loads(json.dumps(wide))
+    except ValueError:
+        pass
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 1 << 20  # KB: under 1 GB more
+
+
+def test_a_record_or_exception_class_named_by_the_data_imports_nothing():
+    from kit import codec
+
+    name = "ragcourse.cli.__main__"
+    sys.modules.pop(name, None)
+    for forged in ({"$t": "obj", "class": f"{name}:main", "v": {}}, {"$t": "obj", "class": "os:system", "v": {}}):
+        with pytest.raises(ValueError, match="not one of the package's records"):
+            codec.decode(forged)
+    error = sandbox._exception(f"{name}:main", "boom")
+    assert isinstance(error, sandbox.StudentError) and name not in sys.modules
+    from ragcourse.groundtruth import Question
+
+    record = Question("q", "doc", "needle", "?", "?")
+    assert codec.decode(codec.encode(record)) == record  # the package's own records still travel
+
+
+MANY_THREADS = """import threading, time
+threading.stack_size(1 << 16)
+started = 0
+try:
+    for _ in range(3000):
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+        started += 1
+except RuntimeError:
+    pass
+"""
+
+
+def test_a_sandbox_cannot_start_more_than_its_processes_whoever_its_user_is_on_the_host():
+    """As root with the interpreter under /root, the sandbox's user is root on the host, where RLIMIT_NPROC
+    never applies (1,212 threads against a limit of 615): a pids cgroup caps it, or the grader refuses."""
+    from kit import walls
+
+    result = _one_cell(MANY_THREADS, ["started"])
+    started = result["exported"]["values"]["started"]
+    assert walls.cgroups_usable() or sandbox.drop_to_nobody() or os.geteuid() != 0
+    assert started < sandbox.Quota().sandbox_processes + sandbox.Quota().processes, started
+
+
+def _analysis_job(tmp_path: Path, nb: nbformat.NotebookNode, names: list[str]) -> dict:
+    nbformat.write(nb, tmp_path / "submission.ipynb")
+    return {"notebook": str(tmp_path / "submission.ipynb"), "result": None, "names": names, "stubs": {},
+            "out": str(tmp_path / "student.json"), "unsafe": False, "check_seconds": 10}
+
+
+def test_the_graders_reading_of_a_huge_notebook_costs_only_that_notebook(tmp_path):
+    """60 MB of 2 MB list-assignment cells drove the grader itself to 5.8 GB: now a child under limits reads it."""
+    import resource
+
+    from kit import analysis
+
+    cell = "x = [" + "0, " * 600_000 + "]\n"  # 1.8 MB: under the size a cell is not read at all
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for _ in range(33)])
+    job = _analysis_job(tmp_path, nb, ["x"])
+    (tmp_path / "result.json").write_text('{"exported": {"values": {"x": {"$t": "function"}}}}')  # so it is parsed
+    job["result"] = str(tmp_path / "result.json")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    found = analysis.analyse(job, memory=768 << 20, seconds=20)
+    assert found["readable"] is False and found["why"].startswith("too large to grade: "), found
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 << 10  # KB
+
+
+def test_a_notebook_of_many_statements_is_read_in_about_linear_time(tmp_path):
+    """A 650 KB notebook stalled the class for 38 min (definitions.program was quadratic in the grader)."""
+    import json
+
+    from kit import analysis
+
+    values = "".join(f"v{i} = [{i}, {i} + 1, ({i}, {i})]\n" for i in range(20_000))
+    uses = "def f():\n    return [" + ", ".join(f"v{i}[0]" for i in range(0, 20_000, 7)) + "]\n"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(values), nbformat.v4.new_code_cell(uses)])
+    job = _analysis_job(tmp_path, nb, ["f"])
+    (tmp_path / "result.json").write_text(json.dumps({"exported": {"values": {"f": {"$t": "function"}}}}))
+    job["result"] = str(tmp_path / "result.json")
+    assert analysis.analyse(job, seconds=60)["readable"]  # within its limit, where the old reading took minutes
+    functions = json.loads((tmp_path / "student.json").read_text())["functions"]
+    assert len(functions["f"]) == 1 + len(range(0, 20_000, 7))

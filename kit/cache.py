@@ -1,0 +1,110 @@
+"""The reference state of a chapter's checks, computed once per environment and kept for the next grading run.
+
+The checker kernel runs the chapter's reference notebook only to get the values its checks read (a
+model, a ranking, a table). Those values, pickled (cloudpickle) in the grader's own private folder, are
+keyed by everything they depend on: the environment digest (`ragcourse.book.exercises.environment`),
+the data's file list, the variant, the check file, the reference notebook and the kit's checker. A
+second run with the same key loads them in seconds. The folder is the grader's alone (0700, owned by
+it): a file there that another user could have written is never unpickled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+KIT = Path(__file__).resolve().parent
+ENV = "KIT_CACHE"  # a folder for the cached states; default: the user's cache folder
+
+
+def folder() -> Path:
+    """The grader's private cache folder ($KIT_CACHE, else the platform's user cache), made 0700 if missing."""
+    import platformdirs
+
+    path = Path(os.environ.get(ENV) or platformdirs.user_cache_dir("ragcourse-kit")) / "reference-state"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def key(checks_path: Path, reference: Path) -> str:
+    """The digest a chapter's cached state is filed under: any change to what it depends on gives another."""
+    from ragcourse.book.exercises import environment, variant
+    from ragcourse.paths import DATA_DIR
+
+    digest = hashlib.sha256(json.dumps(environment(), sort_keys=True).encode())
+    digest.update(f"variant={variant()}".encode())
+    for path in (checks_path, reference, KIT / "checker.py", KIT / "hidden.py", KIT / "cache.py"):
+        digest.update(b"\0" + Path(path).read_bytes())
+    for path in sorted(Path(DATA_DIR).rglob("*")) if Path(DATA_DIR).is_dir() else []:
+        if path.is_file() and path.relative_to(DATA_DIR).parts[0] != "cache":  # a cache changes no result
+            digest.update(f"\0{path.relative_to(DATA_DIR)}:{path.stat().st_size}".encode())
+    return digest.hexdigest()[:32]
+
+
+def trusted(path: Path) -> bool:
+    """Whether `path` is a regular file of this process's user in a folder no one else may write.
+
+    >>> trusted(Path("/nonexistent/state.pkl"))
+    False
+    """
+    try:
+        info, parent = os.lstat(path), os.lstat(path.parent)
+    except OSError:
+        return False
+    mine = os.geteuid()
+    return (stat.S_ISREG(info.st_mode) and info.st_uid == mine and parent.st_uid == mine
+            and not (info.st_mode | parent.st_mode) & 0o022)
+
+
+def needed(checks_source: str, context: dict) -> list[str]:
+    """The names of `context` a check file may read: every name and string it spells that the context holds.
+
+    >>> needed("def f(ns):\\n    return ns['qs'], K", {"qs": 1, "K": 2, "other": 3})
+    ['K', 'qs']
+    """
+    import ast
+
+    spelled = set()
+    for node in ast.walk(ast.parse(checks_source)):
+        if isinstance(node, ast.Name):
+            spelled.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            spelled.add(node.value)
+        elif isinstance(node, ast.Attribute):
+            spelled.add(node.attr)
+    return sorted(spelled & context.keys())
+
+
+def save(path: Path, blobs: dict[str, bytes]) -> None:
+    """Pickled values (cloudpickle's bytes, by name) to `path` (0600) by a rename: a run killed midway leaves
+    no half-written state."""
+    import pickle
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        pickle.dump(blobs, handle)
+    os.replace(tmp, path)
+
+
+def load(path: Path) -> dict | None:
+    """The values saved at `path`, or None when there are none, they are not the grader's own, or unreadable."""
+    import pickle
+
+    if not trusted(path):
+        return None
+    try:
+        with path.open("rb") as handle:
+            blobs = pickle.load(handle)  # noqa: S301 - the grader's own file, checked by `trusted`
+        values = {str(name): pickle.loads(blob) for name, blob in blobs.items()}  # noqa: S301 - the same
+    except Exception:  # noqa: BLE001 - a state that no longer loads (a changed class): run the reference again
+        return None
+    return values if isinstance(values, dict) and all(_still_there(v) for v in values.values()) else None
+
+
+def _still_there(value) -> bool:
+    """False for a path the reference run made that is gone now (a temporary folder): that state is stale."""
+    return not isinstance(value, os.PathLike) or os.path.exists(value)
