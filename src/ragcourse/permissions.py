@@ -46,7 +46,7 @@ class Access:
         frozenset({'dev'})
         """
         if user not in self.users:
-            raise PermissionError_(f"user {user!r} is not in the permissions file (known: {sorted(self.users)})")
+            raise PermissionError_(f"user {user!r} is not in the permissions file")  # other users' names stay private
         return self.users[user]
 
     def readable(self, groups: Iterable[str]) -> frozenset[str]:
