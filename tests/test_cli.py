@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from ragcourse.chunking import STRATEGIES
-from ragcourse.cli import main, parser
+from ragcourse.cli.main import main, parser
 from ragcourse.pipeline import METHODS
 
 

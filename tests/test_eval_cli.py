@@ -18,9 +18,10 @@ from ragcourse import dense, documents
 from ragcourse.cli import folder, main, report
 from ragcourse.cli.folder import load_folder_questions, read_document, read_folder
 from ragcourse.cli.runs import without_latency
-from ragcourse.corpus import CACHE_ROOT, Document
+from ragcourse.corpus import Document
 from ragcourse.documents import ExtractionError
 from ragcourse.groundtruth import GroundTruthError
+from ragcourse.paths import CACHE_ROOT
 
 GUIDE = """# Camping guide
 

@@ -27,8 +27,8 @@ import numpy as np
 
 from . import models
 from .chunking import Chunk
-from .corpus import CACHE_ROOT
 from .models import Lazy
+from .paths import CACHE_ROOT
 from .precision import rounded_scores, stable_order
 
 CACHE_DIR = CACHE_ROOT / "embeddings"
