@@ -151,7 +151,7 @@ def rerank_rankings(reranker: Reranker, queries: Sequence, rankings: Mapping[str
 
 
 class CrossEncoderReranker:
-    """A sentence-transformers CrossEncoder (e.g. cross-encoder/ms-marco-MiniLM-L6-v2).
+    """A sentence-transformers CrossEncoder (e.g. cross-encoder/ms-marco-MiniLM-L6-v2), loaded on first use.
 
     `source` is a local folder (or a hub name with RAGCOURSE_ALLOW_DOWNLOAD=1); None reads
     `RAGCOURSE_RERANKER`. Pairs longer than `max_length` tokens are truncated by the tokenizer.
@@ -172,7 +172,12 @@ class CrossEncoderReranker:
             name, resolved = source, models.resolve_source(source, "source")
         self.name, self.use = name, _check_use(use)
         self.batch_size, self.max_length = batch_size, max_length
-        self.model = models.load_cross_encoder(resolved)
+        self.source = resolved
+
+    @property
+    def model(self):
+        """The CrossEncoder, loaded on first use (as the embedder is): naming or checking a reranker loads nothing."""
+        return models.load_cross_encoder(self.source)
 
     def score(self, query: str, passages: list[str]) -> np.ndarray:
         """One relevance score per passage (the model's output; only the order matters)."""
