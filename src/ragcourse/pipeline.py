@@ -97,11 +97,11 @@ class Retriever:
         if method not in METHODS:
             raise ValueError(f"method {method!r} is not one of {list(METHODS)}")
         if method == "bm25":
-            ranking = [int(i) for i in self.bm25.rank(query)]
+            ranking = self.bm25.rank(query)
         else:
-            ranking = [int(i) for i in self.dense.rank(self.query_vector(query) if vector is None else vector)]
+            ranking = self.dense.rank(self.query_vector(query) if vector is None else vector)
         if method == "hybrid":
-            ranking = [int(i) for i in rrf([ranking, [int(i) for i in self.bm25.rank(query)]])]
+            ranking = rrf([ranking, self.bm25.rank(query)])
         return ranking if reranker is None else self._reranked(ranking, reranker, query, depth)
 
     def _reranked(self, ranking: list[int], reranker: Reranker, query: str, depth: int) -> list[int]:

@@ -525,7 +525,8 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("query", help="search an index built by `ragcourse index` (or, without INDEX, the course "
                                      "corpus) as the book's pipeline does: dense, BM25 or hybrid, reranked, gated")
     s = sub.add_parser("search", help="the old spelling of `ragcourse query` without INDEX (goes in the next release)")
-    e = sub.add_parser("evaluate", help="score a strategy on the course's ground truth")
+    e = sub.add_parser("evaluate", help="score a strategy on the course corpus (its ground truth, or --questions "
+                                        "about it); a folder of your own: `ragcourse eval DOCS_DIR`")
     i = sub.add_parser("index", help="ingest a folder of documents (.md .rst .txt .html .pdf) into an index")
     for q in (c, r, s, e, i):
         q.add_argument("--strategy", default="E", choices=list(STRATEGIES),
