@@ -484,9 +484,11 @@ def _folder_commands(sub) -> None:
 
 def _eval_options(v) -> None:
     """`eval`'s cut-offs, baseline, cache and output folder."""
-    v.add_argument("--k", type=_ks, default=[1, 4, 8, 20], metavar="K,K,...",
-                   help="cut-offs for recall@k and nDCG@k (default 1,4,8,20); the largest is where a question "
-                        "counts as missed")
+    from ..evaluation import KS
+
+    v.add_argument("--k", type=_ks, default=list(KS), metavar="K,K,...",
+                   help=f"cut-offs for recall@k and nDCG@k (default {','.join(map(str, KS))}); the largest is where "
+                        "a question counts as missed")
     v.add_argument("--baseline", default=None, metavar="RUN",
                    help="the run the paired tests compare against, e.g. E/bm25 or E/hybrid+rerank (default: "
                         "the first run); each reranked run is also tested against its own first stage")
