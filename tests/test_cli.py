@@ -184,7 +184,7 @@ def test_query_queries_with_a_malformed_line_exits_2_naming_it(tmp_path, capsys,
     assert err.startswith("ragcourse query: error: ") and message in err and str(path) in err
 
 
-@pytest.mark.parametrize("argv", [["query"], ["query", "--gate", "--cut", "0.5", "q"],
+@pytest.mark.parametrize("argv", [["query"], ["query", "--gate", "--cut", "0.5", "q"], ["query", "."],
                                   ["search", "q", "--queries", "f.jsonl"], ["search", "idx", "q"]])
 def test_query_needs_one_query_source_and_one_refusal_rule(argv, capsys):
     assert main(argv) == 2

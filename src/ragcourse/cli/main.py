@@ -127,6 +127,8 @@ def _allowed(permissions: Path, user: str, doc_ids) -> frozenset[str]:
 def _query_texts(args: argparse.Namespace) -> list[tuple[str | None, str]]:
     """(id, question) pairs: the one QUESTION (id None), or every record of --queries FILE.jsonl."""
     if args.query is None and args.queries is None and args.index is not None:
+        if Path(args.index).is_dir():
+            raise ValueError(f"{args.index!r} is a folder: give a QUESTION after the INDEX, or --queries FILE.jsonl")
         args.index, args.query = None, args.index  # one positional and no --queries: it is the question
     if (args.query is None) == (args.queries is None):
         raise ValueError("give either a QUESTION or --queries FILE.jsonl, not both and not neither")
