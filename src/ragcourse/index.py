@@ -149,9 +149,10 @@ class Index:
         stamps = sorted({stamp_of(r) for r in self.indexed}, key=repr)
         if not stamps:
             raise ValueError("the index holds no indexed document: there is nothing to search")
-        if len(stamps) > 1:
-            raise StaleIndexError({r.doc_id: (f"stamped {stamp_of(r)}, not {stamps[0]}",)
-                                   for r in self.indexed if stamp_of(r) != stamps[0]})
+        if len(stamps) > 1:  # one store has one stamp: name every document with its own
+            raise StaleIndexError({r.doc_id: (f"model {r.model_name!r}, dimension {r.dim}, strategy {r.strategy}, "
+                                              f"pipeline {r.pipeline_version!r}: the index mixes {len(stamps)}",)
+                                   for r in self.indexed})
         return Store.of(self.chunks, self.vectors, stamps[0])
 
 

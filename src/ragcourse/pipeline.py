@@ -77,6 +77,13 @@ class Retriever:
         chunks = list(store.chunks)
         return cls(store.stamp.strategy, chunks, DenseIndex(chunks, store.vectors, embedder), store.bm25)
 
+    def with_chunks(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> Retriever:
+        """A retriever of the same strategy and embedder over other chunks (their vectors given, none embedded),
+        with BM25 statistics of their own: a reader's pre-filter (chapter 11), planted chunks added (chapter 11)."""
+        chunks = list(chunks)
+        return Retriever(self.strategy, chunks, DenseIndex(chunks, np.asarray(vectors), self.dense.embedder),
+                         BM25([c.text for c in chunks]))
+
     def query_vector(self, query: str) -> np.ndarray:
         """The query's unit vector, embedded once per retriever (dense, hybrid and gate share it)."""
         if query not in self._vectors:
