@@ -163,6 +163,8 @@ def _query(args: argparse.Namespace) -> int:
             print(json.dumps({"id": qid, "answered": bool(hits), "hits": shown}))  # ASCII: no raw control codes
         else:
             _print_hits(hits, refusal)
+    if hasattr(reranker, "save"):  # late interaction: the passages' token vectors, for the next run
+        reranker.save()
     return 0
 
 
