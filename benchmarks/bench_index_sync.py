@@ -110,9 +110,10 @@ def run_index(docs: Path, out: Path, cache: Path) -> dict:
 
 def holds_exactly(out: Path, docs: Path) -> bool:
     """Whether the saved index holds one record per current file, with the current bytes, and no other chunks."""
-    from ragcourse.index import Index, list_folder
+    from ragcourse.index_format import load
+    from ragcourse.index_sync import list_folder
 
-    index, files = Index.load(out), list_folder(docs).files
+    index, files = load(out), list_folder(docs).files
     hashes = [hashlib.sha256((docs / f).read_bytes()).hexdigest() for f in files]
     return ([r.doc_id for r in index.records] == list(files) and [r.sha256 for r in index.records] == hashes
             and sorted({c.doc_id for c in index.chunks}) == sorted(files))
@@ -155,14 +156,14 @@ def measure_folder(work: Path, n_files: int, repeats: int) -> dict:
 
 
 def _chunk_count(out: Path) -> int:
-    from ragcourse.index import Index
+    from ragcourse.index_format import load
 
-    return len(Index.load(out).chunks)
+    return len(load(out).chunks)
 
 
 def _rename_back_and_forth(docs: Path, out: Path, name: str, on_step=None, rounds: int = 10_000) -> None:
     """Keep committing: rename `name` to moved.md and back, syncing after each (a rename embeds nothing)."""
-    from ragcourse.index import sync_folder
+    from ragcourse.index_sync import sync_folder
 
     model_name = _model_name(out)
     for _ in range(rounds):
@@ -176,14 +177,14 @@ def _no_embedding(texts):
 
 
 def _model_name(out: Path) -> str:
-    from ragcourse.index import Index
+    from ragcourse.index_format import load
 
-    return Index.load(out).records[0].model_name
+    return load(out).records[0].model_name
 
 
 def fault_table(work: Path, source_docs: Path, source_out: Path) -> list[dict]:
     """Kill the writer at each step of the commit (in a forked child); which version the index loads as."""
-    from ragcourse.index import COMMIT_STEPS, Index, committed_version
+    from ragcourse.index_format import COMMIT_STEPS, committed_version, load
 
     rows = []
     for step in COMMIT_STEPS:
@@ -201,7 +202,7 @@ def fault_table(work: Path, source_docs: Path, source_out: Path) -> list[dict]:
             _rename_back_and_forth(docs, out, sorted(p.name for p in docs.iterdir())[0], die, rounds=1)
             os._exit(0)
         status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        index = Index.load(out)  # raises if the index cannot be read
+        index = load(out)  # raises if the index cannot be read
         after = committed_version(out)
         rows.append({"step": step, "exit": status, "version_before": before, "version_loaded": after,
                      "loaded_as": "old" if after == before else "new", "files": len(index.records)})
@@ -210,7 +211,7 @@ def fault_table(work: Path, source_docs: Path, source_out: Path) -> list[dict]:
 
 def random_kills(work: Path, source_docs: Path, source_out: Path, kills: int = 10, seed: int = 33) -> list[dict]:
     """SIGKILL a writer that keeps committing, at random moments; what the index loads as after each kill."""
-    from ragcourse.index import Index, committed_version
+    from ragcourse.index_format import committed_version, load
 
     docs, out = work / "kill-docs", work / "kill-index"
     shutil.copytree(source_docs, docs)
@@ -226,7 +227,7 @@ def random_kills(work: Path, source_docs: Path, source_out: Path, kills: int = 1
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         try:
-            index, error = Index.load(out), ""
+            index, error = load(out), ""
         except ValueError as err:
             index, error = None, str(err)
         rows.append({"kill": k + 1, "after_seconds": round(delay, 3), "version_loaded": committed_version(out),
@@ -236,7 +237,7 @@ def random_kills(work: Path, source_docs: Path, source_out: Path, kills: int = 1
 
 def second_writer(work: Path, docs: Path, out: Path) -> dict:
     """Writer A syncs real changes; writer B starts while A works; a reader loads the index all along."""
-    from ragcourse.index import Index, committed_version
+    from ragcourse.index_format import committed_version, load
 
     small_changes(docs, 0.01, seed=1)
     env = os.environ | {"RAGCOURSE_CACHE": str(work / "cache-writers"), "RAGCOURSE_PROGRESS": "0"}
@@ -254,7 +255,7 @@ def second_writer(work: Path, docs: Path, out: Path) -> dict:
     while a.poll() is None or b.poll() is None:
         started = time.perf_counter()
         try:
-            index = Index.load(out)
+            index = load(out)
             reads.append((committed_version(out), len(index.records), time.perf_counter() - started))
         except ValueError as err:
             failures.append(str(err))

@@ -23,8 +23,9 @@ from PIL import Image  # noqa: E402
 
 from ragcourse.cli import main as cli  # noqa: E402
 from ragcourse.cli.folder import export_corpus  # noqa: E402
-from ragcourse.corpus import CACHE_ROOT, load_corpus  # noqa: E402
+from ragcourse.corpus import load_corpus  # noqa: E402
 from ragcourse.groundtruth import OUT_OF_DOMAIN_FILE, load_questions  # noqa: E402
+from ragcourse.paths import CACHE_ROOT  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,8 +10,9 @@ import re
 
 import pytest
 
-from ragcourse.corpus import DATA_DIR, collapse
+from ragcourse.corpus import collapse
 from ragcourse.groundtruth import CONFIRM_FILE, QUESTIONS_FILE, load_questions
+from ragcourse.paths import DATA_DIR
 
 ADDED_FILE = DATA_DIR / "questions_added.jsonl"
 

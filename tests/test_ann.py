@@ -64,16 +64,16 @@ def test_rank_lists_every_position_as_a_dense_index_must(exact, graph, queries):
     """Hybrid search fuses full rankings: the graph's candidates first, then the rest in the exact scan's order."""
     for q in queries[:10]:
         ranking, head = graph.rank(q), graph.rank(q, depth=graph.ef_search)
-        assert sorted(ranking.tolist()) == list(range(len(exact.chunks)))
-        assert ranking[:len(head)].tolist() == head.tolist()
-        tail = set(ranking[len(head):].tolist())
-        assert ranking[len(head):].tolist() == [i for i in exact.rank(q).tolist() if i in tail]
+        assert sorted(ranking) == list(range(len(exact.chunks)))
+        assert ranking[:len(head)] == head
+        tail = set(ranking[len(head):])
+        assert ranking[len(head):] == [i for i in exact.rank(q) if i in tail]
 
 
 def test_same_vectors_same_graph(exact, graph, queries):
     again = ann.HNSWIndex.from_dense(exact)
     for q in queries[:10]:
-        assert again.rank(q).tolist() == graph.rank(q).tolist()
+        assert again.rank(q) == graph.rank(q)
 
 
 def test_choose_keeps_the_exact_scan_below_the_crossover(exact):

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from ragcourse.chunking import STRATEGIES
-from ragcourse.cli import main, parser
+from ragcourse.cli.main import main, parser
 from ragcourse.pipeline import METHODS
 
 
@@ -37,13 +37,13 @@ def choices(command: str, option: str) -> list:
 
 
 def test_choices_come_from_the_package_tables():
-    for command in ("chunk", "search", "evaluate", "index"):
+    for command in ("chunk", "query", "search", "evaluate", "index"):
         assert choices(command, "--strategy") == list(STRATEGIES) == ["A", "B", "C", "D", "E", "F"]
-    for command in ("search", "evaluate"):
+    for command in ("query", "search", "evaluate"):
         assert choices(command, "--method") == list(METHODS) == ["dense", "bm25", "hybrid"]
 
 
-@pytest.mark.parametrize("argv", [["search", "q"], ["query", "some-index", "q"]])
+@pytest.mark.parametrize("argv", [["query", "q"], ["search", "q"], ["query", "some-index", "q"]])
 @pytest.mark.parametrize("k", ["0", "-1", "two", "2.5"])
 def test_k_below_one_or_not_an_integer_exits_2_naming_the_value(argv, k, capsys):
     with pytest.raises(SystemExit) as stop:
@@ -67,7 +67,7 @@ def test_index_and_query_a_folder_with_a_broken_file(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "1 indexed, 1 failed" in out and "b.txt: undecodable: not UTF-8" in out
     assert main(["query", str(tmp_path / "idx"), "where do I pitch a tent", "-k", "1"]) == 0
-    assert "a.md  #char=10,56" in capsys.readouterr().out
+    assert "a.md > Tents  #char=10,56" in capsys.readouterr().out
 
 
 class LastFirst:
@@ -79,13 +79,13 @@ class LastFirst:
         return list(range(len(passages)))
 
 
-def test_search_with_rerank_prints_the_reranked_top_k(corpus, capsys, monkeypatch):
+def test_query_with_rerank_prints_the_reranked_top_k(corpus, capsys, monkeypatch):
     from ragcourse import rerank
     from ragcourse.pipeline import build
 
     monkeypatch.setattr(rerank, "default_reranker", LastFirst)
     query = "how do I give a figure a caption"
-    assert main(["search", query, "--rerank", "--depth", "10", "-k", "2"]) == 0
+    assert main(["query", query, "--rerank", "--depth", "10", "-k", "2"]) == 0
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
     shortlist = build("E").retrieve(query, k=10, method="hybrid")
     expected = [shortlist[9], shortlist[8]]  # upside down, cut to k = 2, each with its own distance
@@ -125,7 +125,7 @@ def test_evaluate_takes_questions_without_doc_or_ticket(corpus, tmp_path, capsys
 
 def test_bad_depth_and_bad_questions_file_are_clear_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
-        main(["search", "anything", "--rerank", "--depth", "0"])
+        main(["query", "anything", "--rerank", "--depth", "0"])
     assert stop.value.code == 2
     assert "argument --depth: depth=0: expected an integer >= 1" in capsys.readouterr().err
     broken = tmp_path / "broken.jsonl"
@@ -137,7 +137,7 @@ def test_bad_depth_and_bad_questions_file_are_clear_errors(tmp_path, capsys):
 EGG, CAPTION = "How long should I boil an egg for a runny yolk?", "How do I add a caption to a figure?"
 
 
-def test_search_gate_refuses_what_the_recommended_gate_refuses(corpus, capsys):
+def test_query_gate_refuses_what_the_recommended_gate_refuses(corpus, capsys):
     from ragcourse.gate import RECOMMENDED_GATE
     from ragcourse.pipeline import build
     from ragcourse.signals import nearest_distance
@@ -145,28 +145,28 @@ def test_search_gate_refuses_what_the_recommended_gate_refuses(corpus, capsys):
     retriever = build("E")
     answers = {q: RECOMMENDED_GATE.answers({"distance": nearest_distance(retriever, q)}) for q in (EGG, CAPTION)}
     assert answers == {EGG: False, CAPTION: True}  # one of each, so both branches are exercised
-    assert main(["search", EGG, "--gate"]) == 0
+    assert main(["query", EGG, "--gate"]) == 0
     assert capsys.readouterr().out == f'NO ANSWER: the recommended gate (chapter 6) refuses "{EGG}"\n'
-    assert main(["search", CAPTION, "--gate", "-k", "2"]) == 0
+    assert main(["query", CAPTION, "--gate", "-k", "2"]) == 0
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
     expected = retriever.retrieve(CAPTION, k=2, method="hybrid")
     assert [line.split()[2] for line in printed] == [h.chunk.doc_id for h in expected]
 
 
-def test_search_queries_writes_one_json_line_per_query(corpus, tmp_path, capsys):
+def test_query_queries_writes_one_json_line_per_query(corpus, tmp_path, capsys):
     from ragcourse.pipeline import build
 
     path = tmp_path / "q.jsonl"
     path.write_text(json.dumps({"id": "egg", "query": EGG}) + "\n\n" + json.dumps({"id": "cap", "query": CAPTION})
                     + "\n", encoding="utf-8")
-    assert main(["search", "--queries", str(path), "--gate", "--method", "dense", "-k", "3"]) == 0
+    assert main(["query", "--queries", str(path), "--gate", "--method", "dense", "-k", "3"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["id"], r["answered"]) for r in lines] == [("egg", False), ("cap", True)]
     assert lines[0]["hits"] == []
     expected = build("E").retrieve(CAPTION, k=3, method="dense")
     assert lines[1]["hits"] == [{"doc": h.chunk.doc_id, "start": h.chunk.start, "end": h.chunk.end,
                                  "distance": round(h.distance, 4)} for h in expected]
-    assert main(["search", "--queries", str(path), "--method", "dense", "-k", "1"]) == 0  # no gate: all answered
+    assert main(["query", "--queries", str(path), "--method", "dense", "-k", "1"]) == 0  # no gate: all answered
     assert [json.loads(line)["answered"] for line in capsys.readouterr().out.splitlines()] == [True, True]
 
 
@@ -176,19 +176,19 @@ def test_search_queries_writes_one_json_line_per_query(corpus, tmp_path, capsys)
     ('["b", "x"]', ":2: expected a JSON object"),
     ('{"id": "a", "query": "again"}', ":2: duplicate id 'a' (first on line 1)"),
 ])
-def test_search_queries_with_a_malformed_line_exits_2_naming_it(tmp_path, capsys, second_line, message):
+def test_query_queries_with_a_malformed_line_exits_2_naming_it(tmp_path, capsys, second_line, message):
     path = tmp_path / "q.jsonl"
     path.write_text('{"id": "a", "query": "fine"}\n' + second_line + "\n", encoding="utf-8")
-    assert main(["search", "--queries", str(path), "--gate"]) == 2
+    assert main(["query", "--queries", str(path), "--gate"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("ragcourse search: error: ") and message in err and str(path) in err
+    assert err.startswith("ragcourse query: error: ") and message in err and str(path) in err
 
 
-@pytest.mark.parametrize("argv", [["search"], ["search", "q", "--queries", "f.jsonl"],
-                                  ["search", "q", "--gate", "--cut", "0.5"]])
-def test_search_needs_one_query_source_and_one_refusal_rule(argv, capsys):
+@pytest.mark.parametrize("argv", [["query"], ["query", "--gate", "--cut", "0.5", "q"], ["query", "."],
+                                  ["search", "q", "--queries", "f.jsonl"], ["search", "idx", "q"]])
+def test_query_needs_one_query_source_and_one_refusal_rule(argv, capsys):
     assert main(argv) == 2
-    assert "ragcourse search: error:" in capsys.readouterr().err
+    assert f"ragcourse {argv[0]}: error:" in capsys.readouterr().err
 
 
 class Confident:
@@ -205,10 +205,18 @@ def test_a_multi_signal_gate_measures_its_signals_with_the_default_reranker(corp
 
     monkeypatch.setattr(rerank, "default_reranker", Confident)
     monkeypatch.setattr(gate, "RECOMMENDED_GATE", gate.SignalGate(("rerank_top",), (0.0,), (1.0,), (1.0,), 0.0, 0.5))
-    assert main(["search", EGG.replace("egg", "caption"), "--gate"]) == 0
+    assert main(["query", EGG.replace("egg", "caption"), "--gate"]) == 0
     assert not capsys.readouterr().out.startswith("NO ANSWER")
-    assert main(["search", CAPTION.replace("caption", "title"), "--gate"]) == 0
+    assert main(["query", CAPTION.replace("caption", "title"), "--gate"]) == 0
     assert capsys.readouterr().out.startswith("NO ANSWER")
+
+
+def test_search_is_the_old_spelling_of_query_and_says_where_to_go(corpus, capsys):
+    assert main(["search", CAPTION, "-k", "2"]) == 0
+    searched = capsys.readouterr()
+    assert "renamed `ragcourse query`" in searched.err
+    assert main(["query", CAPTION, "-k", "2"]) == 0
+    assert capsys.readouterr().out == searched.out
 
 
 def test_python_dash_m_runs_the_same_command():

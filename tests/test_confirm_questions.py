@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from ragcourse.corpus import DATA_DIR, collapse
+from ragcourse.corpus import collapse
 from ragcourse.groundtruth import QUESTIONS_FILE, load_questions
+from ragcourse.paths import DATA_DIR
 
 CONFIRM_FILE = DATA_DIR / "questions_confirm.jsonl"
 LARGE_DOCS = {"ref-rst-directives", "ref-rst-roles", "user-config", "user-rst-quickstart"}

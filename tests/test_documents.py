@@ -18,7 +18,7 @@ from ragcourse.cli import main
 from ragcourse.cli.folder import read_folder
 from ragcourse.corpus import profile
 from ragcourse.documents import ExtractionError, read_document, walk
-from ragcourse.index import ingest_folder
+from ragcourse.index_sync import ingest_folder
 
 RST = """Rope handling
 =============

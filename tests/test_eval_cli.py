@@ -19,9 +19,10 @@ from ragcourse.cli import folder, main, report
 from ragcourse.cli import runs as runs_module
 from ragcourse.cli.folder import load_folder_questions, read_document, read_folder
 from ragcourse.cli.runs import without_latency
-from ragcourse.corpus import CACHE_ROOT, Document
+from ragcourse.corpus import Document
+from ragcourse.documents import ExtractionError
 from ragcourse.groundtruth import GroundTruthError
-from ragcourse.index import ExtractionError
+from ragcourse.paths import CACHE_ROOT
 
 GUIDE = """# Camping guide
 
@@ -310,13 +311,15 @@ def test_a_corrupt_cache_file_is_rebuilt_with_a_warning_never_used(tmp_path, dam
 
 @pytest.fixture
 def saved_index(tmp_path):
-    from ragcourse.index import ingest_folder
+    from ragcourse.index_sync import ingest_folder
 
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "guide.md").write_text(GUIDE, encoding="utf-8")
     model = CountingModel()
     built = ingest_folder(tmp_path / "docs", embed=lambda texts: model.encode(texts), model_name="m", dim=8)
-    return built.index.save(tmp_path / "idx")
+    from ragcourse.index_format import save
+
+    return save(built.index, tmp_path / "idx")
 
 
 @pytest.mark.parametrize(("damage", "why"), [
@@ -330,12 +333,12 @@ def saved_index(tmp_path):
      "2 vectors stored for 3 chunks: every chunk needs exactly one"),
 ])
 def test_an_index_that_cannot_be_trusted_is_refused_with_what_to_rebuild(saved_index, damage, why, capsys):
-    from ragcourse.index import Index, IndexFormatError
+    from ragcourse.index_format import IndexFormatError, load
 
-    assert len(Index.load(saved_index).chunks) == 3  # sound before the damage (preamble, Tents, Stoves)
+    assert len(load(saved_index).chunks) == 3  # sound before the damage (preamble, Tents, Stoves)
     damage(saved_index)
     with pytest.raises(IndexFormatError) as err:
-        Index.load(saved_index)
+        load(saved_index)
     assert why in str(err.value)
     assert f"Rebuild it: `ragcourse index DOCS_DIR --out {saved_index}`" in str(err.value)
     assert main(["query", str(saved_index), "tents"]) == 2

@@ -13,16 +13,11 @@ import numpy as np
 import pytest
 
 from ragcourse.chunking import PIPELINE_VERSION
-from ragcourse.index import (
-    EXTRACTOR_VERSION,
-    CountDiscrepancy,
-    Index,
-    StaleIndexError,
-    extract,
-    ingest_folder,
-    reindex,
-    retry_failed,
-)
+from ragcourse.documents import READER_VERSION, read_document
+from ragcourse.index import Index, StaleIndexError
+from ragcourse.index_format import load, save
+from ragcourse.index_report import CountDiscrepancy
+from ragcourse.index_sync import ingest_folder, reindex, retry_failed
 
 DIM = 32
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
@@ -112,7 +107,7 @@ def test_every_record_is_stamped_at_index_time(report):
     for rec in report.index.records:
         assert (rec.model_name, rec.dim, rec.strategy) == ("fake-a", DIM, "E")
         stamps = (rec.pipeline_version, rec.extractor_version)
-        assert stamps == (PIPELINE_VERSION, EXTRACTOR_VERSION)
+        assert stamps == (PIPELINE_VERSION, READER_VERSION)
         assert rec.attempts == 1
     good = report.index.record("good.md")
     assert good.sha256 == hashlib.sha256(GOOD_MD.encode()).hexdigest()
@@ -125,7 +120,7 @@ def test_counts_written_by_the_indexer_match_the_stored_chunks(report, folder):
         assert rec.chunk_count == len(stored)
         if rec.status == "indexed":
             assert rec.chunk_count == CHUNKS_BY_HAND[rec.doc_id]
-            assert all(c.content == extract(folder / rec.doc_id, rec.doc_id).text[c.start:c.end]
+            assert all(c.content == read_document(folder / rec.doc_id, rec.doc_id).text[c.start:c.end]
                        for c in stored)
         else:
             assert rec.chunk_count == 0
@@ -184,14 +179,14 @@ def test_retry_failed_fixes_what_was_fixed_and_keeps_the_rest(report, folder):
 
 
 def test_save_and_load_round_trip(report, tmp_path):
-    path = report.index.save(tmp_path / "idx")
+    path = save(report.index, tmp_path / "idx")
     assert sorted(p.name for p in path.iterdir()) == ["manifest.json", "v000001"]
     assert json.loads((path / "manifest.json").read_text())["vectors"] == "v000001/vectors.npy"
     assert [p.name for p in (path / "v000001").iterdir()] == ["vectors.npy"]
-    report.index.save(path)  # the next version; the one before stays for readers still opening it
-    report.index.save(path)
+    save(report.index, path)  # the next version; the one before stays for readers still opening it
+    save(report.index, path)
     assert sorted(p.name for p in path.iterdir()) == ["manifest.json", "v000002", "v000003"]
-    loaded = Index.load(path)
+    loaded = load(path)
     assert loaded.records == report.index.records
     assert loaded.chunks == report.index.chunks
     assert np.array_equal(loaded.vectors, report.index.vectors)
@@ -201,13 +196,13 @@ def test_save_and_load_round_trip(report, tmp_path):
 
 
 def test_load_refuses_a_manifest_whose_counts_lie(report, tmp_path):
-    path = report.index.save(tmp_path / "idx")
+    path = save(report.index, tmp_path / "idx")
     manifest = json.loads((path / "manifest.json").read_text())
     rec = next(r for r in manifest["records"] if r["doc_id"] == "good.md")
     rec["chunk_count"] = 400
     (path / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="good.md .*says 400 chunks"):
-        Index.load(path)
+        load(path)
 
 
 @pytest.mark.parametrize(
@@ -218,7 +213,7 @@ def test_load_refuses_a_manifest_whose_counts_lie(report, tmp_path):
         (dict(model_name="fake-a", dim=DIM, pipeline_version="chunking-0"),
          f"pipeline {PIPELINE_VERSION!r} != 'chunking-0'"),
         (dict(model_name="fake-a", dim=DIM, extractor_version="plaintext-0"),
-         f"extractor {EXTRACTOR_VERSION!r} != 'plaintext-0'"),
+         f"extractor {READER_VERSION!r} != 'plaintext-0'"),
     ],
 )
 def test_check_compatible_names_every_stale_document_and_why(report, kwargs, reason):

@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragcourse import dense
-from ragcourse import index as ix
+from ragcourse import dense, index_format, index_lock
 from ragcourse.cli.main import main
-from ragcourse.index import COMMIT_STEPS, Index, WriterBusyError, sync_folder, writer_lock
+from ragcourse.index_format import COMMIT_STEPS, load
+from ragcourse.index_lock import WriterBusyError, writer_lock
+from ragcourse.index_sync import sync_folder
 
 DIM = 16
 
@@ -64,7 +65,7 @@ def sync(docs: Path, out: Path, embed=fake_embed, **kwargs):
 
 def holds_exactly(out: Path, docs: Path) -> None:
     """The saved index holds one record per current file, each with the current bytes' hash."""
-    index = Index.load(out)
+    index = load(out)
     files = sorted(p.name for p in docs.iterdir())
     assert [r.doc_id for r in index.records] == files
     assert all(r.sha256 == hashlib.sha256((docs / r.doc_id).read_bytes()).hexdigest() for r in index.records)
@@ -85,7 +86,7 @@ def test_a_rerun_with_nothing_changed_embeds_nothing_and_commits_nothing(tmp_pat
     assert (again.calls, asked) == (0, [])  # neither the model nor its dimension was needed
     assert report.changes.line() == ("sync: 0 added, 0 changed, 0 deleted, 0 renamed, 5 unchanged; "
                                      "0 chunk(s) embedded, 0 reused")
-    assert ix.committed_version(out) == 1  # nothing changed, nothing written
+    assert index_format.committed_version(out) == 1  # nothing changed, nothing written
 
 
 def test_edits_deletions_renames_and_an_addition_cost_only_new_chunk_texts(tmp_path):
@@ -103,7 +104,7 @@ def test_edits_deletions_renames_and_an_addition_cost_only_new_chunk_texts(tmp_p
     assert (changes.unchanged, changes.embedded, changes.reused) == (3, 1 + 3, 2 + 3)
     assert counting.texts == 4
     holds_exactly(out, docs)
-    index = Index.load(out)
+    index = load(out)
     top = index.search(fake_embed(["check the guy ropes stake corner 0"])[0], k=1, model_name="fake")[0]
     assert (top.chunk.doc_id, "guy ropes" in top.chunk.text) == ("p00.md", True)
     assert not [c for c in index.chunks if "page 1." in c.text]  # the deleted file's chunks are gone
@@ -115,7 +116,7 @@ def test_a_changed_model_redoes_every_document(tmp_path):
     counting = Counting()
     report = sync_folder(docs, out, embed=counting, model_name="other", dim=DIM)
     assert (len(report.changes.changed), counting.texts) == (3, 9)
-    Index.load(out).check_compatible("other", DIM)
+    load(out).check_compatible("other", DIM)
 
 
 def _run_in_child(work) -> int:
@@ -142,11 +143,11 @@ def _die_at(step: str):
 def test_a_writer_killed_at_any_step_of_the_commit_leaves_the_old_or_the_new_version(tmp_path, step):
     docs, out = write_pages(tmp_path / "docs", range(3)), tmp_path / "idx"
     sync(docs, out)
-    old = Index.load(out).records
+    old = load(out).records
     (docs / "p00.md").write_text(page(0, extra="Edited."), encoding="utf-8")
     edited = hashlib.sha256((docs / "p00.md").read_bytes()).hexdigest()
     assert _run_in_child(lambda: sync(docs, out, on_step=_die_at(step))) == 9
-    loaded = Index.load(out).records
+    loaded = load(out).records
     if COMMIT_STEPS.index(step) < COMMIT_STEPS.index("swap"):
         assert loaded == old
     else:
@@ -175,9 +176,9 @@ def test_ten_random_sigkills_always_leave_an_index_that_loads(tmp_path):
         time.sleep(rng.uniform(0.02, 0.25))
         os.kill(pid, signal.SIGKILL)
         assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == -signal.SIGKILL
-        index = Index.load(out)  # verify() inside: counts, chunks and vectors agree
+        index = load(out)  # verify() inside: counts, chunks and vectors agree
         assert [r.doc_id for r in index.records] == [f"p{n:02d}.md" for n in range(4)]
-        versions.add(ix.committed_version(out))
+        versions.add(index_format.committed_version(out))
     assert len(versions) > 1  # the kills landed while commits were happening
     sync(docs, out)
     holds_exactly(out, docs)
@@ -189,7 +190,7 @@ def _hold_lock(out: Path, seconds: float) -> None:
 
 
 def _lock_text(out: Path) -> str:
-    return (out / ix.LOCK).read_text() if (out / ix.LOCK).exists() else ""
+    return (out / index_lock.LOCK).read_text() if (out / index_lock.LOCK).exists() else ""
 
 
 def _start_holder(out: Path, seconds: float) -> int:
@@ -211,7 +212,7 @@ def test_a_second_writer_waits_or_names_the_first_and_readers_never_block(tmp_pa
     with pytest.raises(WriterBusyError, match=f"another writer \\(pid {holder}\\) is updating"):
         sync(docs, out, wait=False)
     started = time.monotonic()
-    assert len(Index.load(out).records) == 2  # a reader takes no lock
+    assert len(load(out).records) == 2  # a reader takes no lock
     assert time.monotonic() - started < 0.5
     heard = []
     sync(docs, out, notify=heard.append)
@@ -224,11 +225,11 @@ def test_a_lock_left_by_a_dead_writer_is_taken_over(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True).stdout.strip()
     out.mkdir()
-    (out / ix.LOCK).write_text(f"{dead}\n")
+    (out / index_lock.LOCK).write_text(f"{dead}\n")
     heard = []
     sync(docs, out, notify=heard.append)
     assert heard == [f"took over the lock left by pid {dead}, which is no longer running"]
-    assert (out / ix.LOCK).read_text() == ""  # released cleanly: no pid left behind
+    assert (out / index_lock.LOCK).read_text() == ""  # released cleanly: no pid left behind
     holds_exactly(out, docs)
 
 
@@ -249,7 +250,7 @@ def test_two_writers_started_together_leave_a_whole_index_of_every_current_file(
     os.close(write_end)
     assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children] == [0, 0]
     holds_exactly(out, docs)
-    assert ix.committed_version(out) == 1  # the second found nothing left to do
+    assert index_format.committed_version(out) == 1  # the second found nothing left to do
     heard = [p.read_text() for p in tmp_path.glob("heard-*")]
     assert all(m.startswith("waiting for the writer with pid ") for m in heard)
 
@@ -263,23 +264,20 @@ def test_leftovers_of_a_killed_run_are_removed_at_the_next_start(tmp_path):
     (out / f"manifest.json.tmp-{dead}").write_text("{}")
     (out / "v000005").mkdir()  # renamed but never made current
     (out / "notes.txt").write_text("not ours")
-    assert ix.clean_leftovers(out) == (f"manifest.json.tmp-{dead}", f"v000002.tmp-{dead}", "v000005")
+    assert index_format.clean_leftovers(out) == (f"manifest.json.tmp-{dead}", f"v000002.tmp-{dead}", "v000005")
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "notes.txt", "v000001", "writer.lock"]
 
 
-def test_an_index_saved_before_versions_loads_and_is_migrated(tmp_path):
+def test_an_index_saved_without_versions_is_refused_with_what_to_rebuild(tmp_path):
     docs, out = write_pages(tmp_path / "docs", range(2)), tmp_path / "idx"
     index = sync(docs, out).index
     manifest = json.loads((out / "manifest.json").read_text())
     del manifest["vectors"]
     (out / "manifest.json").write_text(json.dumps(manifest))
     np.save(out / "vectors.npy", index.vectors)
-    __import__("shutil").rmtree(out / "v000001")
-    assert Index.load(out).records == index.records
-    (docs / "p00.md").write_text(page(0, extra="Edited."), encoding="utf-8")
-    sync(docs, out)
-    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "v000001", "writer.lock"]
-    holds_exactly(out, docs)
+    with pytest.raises(index_format.IndexFormatError, match="names vectors None.*Rebuild it"):
+        load(out)
+    assert index_format.foreign_entries(out) == ["vectors.npy"]  # not an index's file any more
 
 
 def test_a_manifest_may_not_point_outside_its_index(tmp_path):
@@ -287,8 +285,8 @@ def test_a_manifest_may_not_point_outside_its_index(tmp_path):
     sync(docs, out)
     manifest = json.loads((out / "manifest.json").read_text())
     (out / "manifest.json").write_text(json.dumps(manifest | {"vectors": "../elsewhere.npy"}))
-    with pytest.raises(ix.IndexFormatError, match="names vectors '../elsewhere.npy'"):
-        Index.load(out)
+    with pytest.raises(index_format.IndexFormatError, match="names vectors '../elsewhere.npy'"):
+        load(out)
 
 
 def test_links_out_loops_fifos_and_unlisted_folders_are_reported_with_their_reason(tmp_path, monkeypatch):

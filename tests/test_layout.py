@@ -212,8 +212,29 @@ def literal_defaults() -> set[str]:
     return found
 
 
+#: Command-line options that set one of SETTINGS: their argparse default reads the constant too.
+OPTIONS = {"--target": "target", "--overlap": "overlap", "--depth": "depth", "--k": "ks"}
+
+
+def literal_option_defaults() -> set[str]:
+    """'file:option' of every `add_argument` of an OPTIONS option whose default is written out."""
+    found = set()
+    for p in modules():
+        for node in ast.walk(tree(p)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "add_argument"):
+                continue
+            names = {a.value for a in node.args if isinstance(a, ast.Constant)}
+            default = next((k.value for k in node.keywords if k.arg == "default"), None)
+            if names & set(OPTIONS) and isinstance(default, ast.Constant | ast.List | ast.Tuple) and \
+                    not (isinstance(default, ast.Constant) and default.value is None):
+                found.add(f"{p.relative_to(PACKAGE)}:{sorted(names & set(OPTIONS))[0]}")
+    return found
+
+
 def test_settings_are_named_once():
     assert literal_defaults() == SHOWN
+    assert literal_option_defaults() == set()
 
 
 def test_shown_defaults_equal_the_constants():

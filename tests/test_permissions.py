@@ -103,8 +103,9 @@ def test_an_unknown_user_is_an_error_and_an_unlisted_document_is_unreadable(tmp_
     path = tmp_path / "p.json"
     path.write_text(json.dumps({"documents": {"a": ["dev"]}, "users": {"ana": ["dev"]}}))
     access = load_access(path)
-    with pytest.raises(PermissionError_, match="'bob'"):
+    with pytest.raises(PermissionError_, match="'bob'") as refused:
         access.groups_of("bob")
+    assert "ana" not in str(refused.value)  # an unknown user learns no other user's name
     assert access.readable(access.groups_of("ana")) == {"a"}
     assert access.unlisted(["a", "b"]) == ["b"]
     path.write_text("{not json")

@@ -45,12 +45,12 @@ class FakeDense:
         return self.fixed
 
     def rank(self, vector):
-        return np.argsort(self.fixed, kind="stable")
+        return np.argsort(self.fixed, kind="stable").tolist()  # a list of positions, as DenseIndex.rank
 
 
 class FakeBM25:
     def rank(self, query):
-        return np.array([1, 2, 3, 0])
+        return [1, 2, 3, 0]
 
 
 def fake_retriever() -> Retriever:

@@ -64,4 +64,4 @@ def test_bm25_ranks_by_rounded_score_then_position():
 
     bm = BM25(["apple pie", "apple tart", "pear"])
     assert bm.scores("apple")[0] == bm.scores("apple")[1]
-    assert bm.rank("apple").tolist() == [0, 1, 2]
+    assert bm.rank("apple") == [0, 1, 2]

@@ -129,9 +129,11 @@ def cross_encoder_dir():
 def test_default_reranker_is_the_cross_encoder_when_the_variable_is_set(
         no_reranker_env, cross_encoder_dir):
     no_reranker_env.setenv("RAGCOURSE_RERANKER", str(cross_encoder_dir))
+    loads = models.load_cross_encoder.cache_info().misses
     reranker = default_reranker()
     assert isinstance(reranker, CrossEncoderReranker)
     assert reranker.name == str(cross_encoder_dir)
+    assert models.load_cross_encoder.cache_info().misses == loads  # lazy: naming it loaded no model
 
 
 def test_default_reranker_is_late_interaction_without_the_variable(no_reranker_env):

@@ -13,7 +13,7 @@ from ragcourse.gate import CHEAP_CUT, COMBINED_GATE, DISTANCE_GATE, RECOMMENDED_
 
 
 def test_content_words_and_coverage():
-    assert signals.content_words("What is the caption of a Figure 2?") == {"caption", "figure"}
+    assert signals.query_words("What is the caption of a Figure 2?") == {"caption", "figure"}
     assert signals.coverage("caption figure legend", ["The FIGURE has a", "caption."]) == round(2 / 3, 4)
     assert signals.coverage("how to do it", ["anything"]) == 0.0  # no content word at all
     assert signals.coverage("tables", ["a table"]) == 0.0  # no stemming: documented

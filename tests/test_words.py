@@ -19,7 +19,7 @@ def test_the_two_rules_differ_where_the_docstring_says():
 
 
 def test_each_chapter_reads_its_rule_from_words():
-    assert signals.content_words is words.query_words
+    assert signals.query_words is words.query_words
     assert citations.content_words("Lists need blank lines [12].") == words.claim_words("Lists need blank lines.")
 
 

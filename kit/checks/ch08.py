@@ -10,6 +10,7 @@ import pandas as pd
 
 from kit.checks.compare import Partly, given, integer, items, number, reference
 from kit.hidden import check
+from ragcourse import documents, index_sync
 from ragcourse import index as ix
 from ragcourse.book.exercises import choose
 from ragcourse.corpus import sha256_file
@@ -25,40 +26,40 @@ def _write(folder: Path, name: str, n_lines: int) -> Path:
 
 @check("8.1", points=3)
 def line_limit(ns):
-    """extract_limited returns ix.extract's document for files at or under MAX_LINES extracted lines and
-    raises ix.ExtractionError mentioning 'lines' above it (on unseen files: well under, exactly at, just
+    """extract_limited returns documents.read_document's document for files at or under MAX_LINES extracted lines and
+    raises documents.ExtractionError mentioning 'lines' above it (on unseen files: well under, exactly at, just
     over, far over); line_limited failed exactly the files failing before plus those over the limit; and
-    ix.extract is no longer patched."""
+    index_sync.read_document is no longer patched."""
     limit = choose("8.1", [250, 200, 300])
     fn = given(ns, "extract_limited")
     assert callable(fn), "define a function extract_limited(path, doc_id)"
-    assert ix.extract.__module__ == "ragcourse.index" and ix.extract.__name__ == "extract", (
-        "ix.extract is still patched: use the patch as a context manager")
+    assert index_sync.read_document is documents.read_document, (
+        "index_sync.read_document is still patched: use the patch as a context manager")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for name, n_lines in (("short.md", 12), ("long.txt", 4 * limit)):
             path = _write(folder, name, n_lines)
-            expected = ix.extract(path, name)
+            expected = documents.read_document(path, name)
             over = len(expected.text.splitlines()) > limit
             try:
                 got = fn(path, name)
-            except ix.ExtractionError as err:
+            except documents.ExtractionError as err:
                 assert over, "a file within the limit failed"
                 assert "lines" in str(err), "the reason should mention lines"
                 continue
             assert not over, "a file over the limit was let through"
-            assert got == expected, "a file within the limit should come back exactly as ix.extract returns it"
+            assert got == expected, "a file within the limit should come back exactly as read_document returns it"
         # Right at the boundary: the extracted text has exactly `limit` lines, then one more.
         for extra, should_fail in ((0, False), (1, True)):
             path = _write(folder, f"edge{extra}.md", 1)
-            text = ix.extract(path, "x").text
+            text = documents.read_document(path, "x").text
             n_body = limit + extra - len(text.splitlines()) + 1
             path = _write(folder, f"edge{extra}.md", n_body)
-            assert len(ix.extract(path, "x").text.splitlines()) == limit + extra
+            assert len(documents.read_document(path, "x").text.splitlines()) == limit + extra
             try:
                 fn(path, f"edge{extra}.md")
                 failed = False
-            except ix.ExtractionError:
+            except documents.ExtractionError:
                 failed = True
             assert failed == should_fail, "check the boundary: more than the limit fails, exactly the limit passes"
     report, broken_dir = given(ns, "line_limited"), ns["broken_dir"]
@@ -66,8 +67,9 @@ def line_limit(ns):
     too_long = set()
     for path in broken_dir.rglob("*"):
         doc_id = path.relative_to(broken_dir).as_posix()
-        if path.is_file() and doc_id not in before and len(ix.extract(path, doc_id).text.splitlines()) > limit:
-            too_long.add(doc_id)
+        if path.is_file() and doc_id not in before:
+            if len(documents.read_document(path, doc_id).text.splitlines()) > limit:
+                too_long.add(doc_id)
     assert {r.doc_id for r in report.failed} == before | too_long, "line_limited did not fail exactly the right files"
 
 
@@ -165,5 +167,5 @@ def _new_texts(target: Path, original: str) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         before = Path(tmp) / target.name
         before.write_text(original, encoding="utf-8")
-        old = {c.text for c in chunk(ix.extract(before, doc_id), "E")}
-    return sum(c.text not in old for c in chunk(ix.extract(target, doc_id), "E"))
+        old = {c.text for c in chunk(documents.read_document(before, doc_id), "E")}
+    return sum(c.text not in old for c in chunk(documents.read_document(target, doc_id), "E"))

@@ -55,7 +55,7 @@ class HNSWIndex(DenseIndex):
     def _vector(self, query: str | np.ndarray) -> np.ndarray:
         return self.embedder.encode_query(query) if isinstance(query, str) else np.asarray(query)
 
-    def rank(self, query: str | np.ndarray, depth: int | None = None) -> np.ndarray:
+    def rank(self, query: str | np.ndarray, depth: int | None = None) -> list[int]:
         """Every chunk position, as `DenseIndex.rank` promises: the graph's nearest `ef_search` first (nearest
         first, ties by position), then every other position by exact distance, so hybrid fuses full lists.
 
@@ -64,9 +64,9 @@ class HNSWIndex(DenseIndex):
         vector = self._vector(query)
         found = self._nearest(vector, depth or self.ef_search)
         if depth is not None:
-            return found
+            return found.tolist()
         rest = np.setdiff1d(np.arange(len(self.chunks)), found)  # sorted, so ties go by position
-        return np.concatenate([found, rest[order(cosine_distances(self.vectors[rest], vector))]])
+        return np.concatenate([found, rest[order(cosine_distances(self.vectors[rest], vector))]]).tolist()
 
     def _nearest(self, vector: np.ndarray, depth: int) -> np.ndarray:
         """The graph's nearest `depth` positions for a query vector, nearest first, ties by position."""

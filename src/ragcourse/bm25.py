@@ -152,6 +152,6 @@ class BM25:
                 np.add.at(out, ids, impacts if times == 1 else times * impacts)
         return out
 
-    def rank(self, query: str) -> np.ndarray:
+    def rank(self, query: str) -> list[int]:
         """All text positions, best first: score (rounded to 6 places) descending, then position."""
-        return stable_order(self.scores(query), descending=True)
+        return stable_order(self.scores(query), descending=True).tolist()

@@ -46,7 +46,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ragcourse.corpus import Document, Section, sections  # chapter 2 imports the last two from here
+from ragcourse.corpus import Document, Section, sections
 
 #: Bump whenever the chunks produced for the same input change (the index records it).
 PIPELINE_VERSION = "chunking-1"

@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .paths import CACHE_ROOT, DATA_DIR, DATA_HINT  # noqa: F401  (re-exported: chapters and tests import them from here)
+from .paths import DATA_DIR, DATA_HINT
 
 CORPUS_DIR = DATA_DIR / "corpus"
 LOCK_PATH = DATA_DIR / "corpus.lock.json"
@@ -100,6 +100,17 @@ class Section:
     def headed(self) -> bool:
         """False only for the preamble, the text before the first heading (it has no heading line)."""
         return self.body > self.start
+
+
+def fence(content: str, info: str = "") -> str:
+    """Fence `content` verbatim, with a fence longer than any backtick run inside it.
+
+    >>> fence("x = 1", "python"), fence("```\\nx")
+    ('```python\\nx = 1\\n```', '````\\n```\\nx\\n````')
+    """
+    longest = max((len(run) for run in re.findall(r"`{3,}", content)), default=0)
+    mark = "`" * max(3, longest + 1)
+    return f"{mark}{info}\n{content}\n{mark}"
 
 
 #: A line that opens fenced code: up to 3 spaces, then 3+ backticks (no backtick after) or 3+ tildes.

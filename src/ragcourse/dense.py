@@ -27,8 +27,8 @@ import numpy as np
 
 from . import models
 from .chunking import Chunk
-from .corpus import CACHE_ROOT
 from .models import Lazy
+from .paths import CACHE_ROOT
 from .precision import rounded_scores, stable_order
 
 CACHE_DIR = CACHE_ROOT / "embeddings"
@@ -249,9 +249,9 @@ class DenseIndex:
         vector = self.embedder.encode_query(query) if isinstance(query, str) else query
         return cosine_distances(self.vectors, vector)
 
-    def rank(self, query: str | np.ndarray) -> np.ndarray:
+    def rank(self, query: str | np.ndarray) -> list[int]:
         """All chunk positions, nearest first (ties by position)."""
-        return order(self.distances(query))
+        return order(self.distances(query)).tolist()
 
     def search(self, query: str | np.ndarray, k: int = 4) -> list[Hit]:
         """The k nearest chunks as Hits, nearest first."""

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from .corpus import Document, collapse
+from .corpus import Document, collapse, fence
 
 #: Bump whenever the same bytes are read into different text, title or sections (an index records it).
 READER_VERSION = "documents-2"  # 2: Sphinx's directives and roles keep their text
@@ -137,17 +137,6 @@ def binary_kind(raw: bytes) -> str | None:
         if raw.startswith(magic):
             return kind
     return "NUL bytes" if b"\x00" in raw[:8192] else None
-
-
-def fence(content: str, info: str = "") -> str:
-    """Fence `content` verbatim, with a fence longer than any backtick run inside it.
-
-    >>> fence("x = 1", "python"), fence("```\\nx")
-    ('```python\\nx = 1\\n```', '````\\n```\\nx\\n````')
-    """
-    longest = max((len(run) for run in re.findall(r"`{3,}", content)), default=0)
-    mark = "`" * max(3, longest + 1)
-    return f"{mark}{info}\n{content}\n{mark}"
 
 
 # ---------------------------------------------------------------- what a path is

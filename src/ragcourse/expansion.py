@@ -251,7 +251,7 @@ class Expanded:
     def _feedback_lists(self, query: str, method: str) -> list[list[int]]:
         r = self.retriever
         terms = feedback_terms(self._texts, r.bm25.scores(query), query, self.feedback, self._doc_freq)
-        expanded = r.bm25.rank(f"{query} {query} {' '.join(terms)}").tolist()  # original terms weigh double
+        expanded = r.bm25.rank(f"{query} {query} {' '.join(terms)}")  # original terms weigh double
         if method == "bm25":
             return [expanded]
         dense = r.rank(query, "dense")

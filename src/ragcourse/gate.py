@@ -118,6 +118,6 @@ DISTANCE_GATE = SignalGate(("distance",), (0.0,), (1.0,), (-1.0,), 0.0, -CHEAP_C
 #: threshold chosen to refuse no more of those 64 than `CHEAP_CUT` does. Read with `ragcourse.signals.measure`.
 COMBINED_GATE = SignalGate(("distance", "rerank_top"), (0.4503, 0.5627), (0.1737, 0.146), (-0.756, 1.413),
                            1.221, -0.462)
-#: The gate the chapter recommends and `ragcourse search --gate` applies: on the held-out queries the
+#: The gate the chapter recommends and `ragcourse query --gate` applies: on the held-out queries the
 #: combined gate did not bluff less than the distance cut, so the simpler gate stays.
 RECOMMENDED_GATE = DISTANCE_GATE

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from .bm25 import BM25
-from .dense import DenseIndex
 from .pipeline import Retriever
 
 
@@ -46,7 +44,7 @@ class Access:
         frozenset({'dev'})
         """
         if user not in self.users:
-            raise PermissionError_(f"user {user!r} is not in the permissions file (known: {sorted(self.users)})")
+            raise PermissionError_(f"user {user!r} is not in the permissions file")  # other users' names stay private
         return self.users[user]
 
     def readable(self, groups: Iterable[str]) -> frozenset[str]:
@@ -128,6 +126,4 @@ def pre_filter(retriever: Retriever, allowed: frozenset[str]) -> Retriever:
     keep = [i for i, chunk in enumerate(retriever.chunks) if chunk.doc_id in allowed]
     if not keep:
         raise PermissionError_("this reader may read no document of the index")
-    chunks = [retriever.chunks[i] for i in keep]
-    dense = DenseIndex(chunks=chunks, vectors=retriever.dense.vectors[keep], embedder=retriever.dense.embedder)
-    return Retriever(retriever.strategy, chunks, dense, BM25([c.text for c in chunks]))
+    return retriever.with_chunks([retriever.chunks[i] for i in keep], retriever.dense.vectors[keep])

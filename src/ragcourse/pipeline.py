@@ -1,12 +1,15 @@
 """The retrieval pipeline assembled: chunk a corpus, index it twice (dense and BM25), retrieve (chapters 3-6).
 
-`build("E")` chunks the corpus with one strategy and returns a `Retriever` that ranks chunks for a
-query by `dense`, `bm25` or `hybrid` (reciprocal rank fusion of the two). `rankings` runs a whole
-query set, which is what `ragcourse.evaluation.evaluate` scores. BM25 indexes the same `text` the
-embedder sees (header and overlap included), so both retrievers judge the same chunk.
+`build("E")` chunks the corpus with one strategy into a `store.Store` (chunks, unit vectors, BM25
+statistics, stamp) and returns a `Retriever` over it that ranks chunks for a query by `dense`, `bm25`
+or `hybrid` (reciprocal rank fusion of the two), optionally reranking the head of the ranking
+(`ragcourse.rerank`). `Retriever.over` ranks any store the same way: the course corpus in memory, or
+an index saved by `ragcourse index` (`index.Index.store`). `rankings` runs a whole query set, which is
+what `ragcourse.evaluation.evaluate` scores. BM25 indexes the same `text` the embedder sees (header
+and overlap included), so both retrievers judge the same chunk.
 
-Left out: rerankers (see `ragcourse.rerank`), the gate (see `ragcourse.gate`), which sit on top, and
-every measurement (see `ragcourse.evaluation`).
+Left out: the gate (see `ragcourse.gate`), which sits on top, and every measurement (see
+`ragcourse.evaluation`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from .chunking import OVERLAP, TARGET, Chunk, chunk_corpus
 from .corpus import Document
 from .dense import DenseIndex, Embedder, Hit, top_hits
 from .fusion import rrf
+from .rerank import DEPTH, Reranker, rerank
+from .store import Stamp, Store
 
 METHODS = ("dense", "bm25", "hybrid")
 
@@ -66,30 +71,57 @@ class Retriever:
     bm25: BM25
     _vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
+    @classmethod
+    def over(cls, store: Store, embedder: Embedder) -> Retriever:
+        """A retriever over any store (`embedder` embeds the queries: the model that embedded the store)."""
+        chunks = list(store.chunks)
+        return cls(store.stamp.strategy, chunks, DenseIndex(chunks, store.vectors, embedder), store.bm25)
+
+    def with_chunks(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> Retriever:
+        """A retriever of the same strategy and embedder over other chunks (their vectors given, none embedded),
+        with BM25 statistics of their own: a reader's pre-filter (chapter 11), planted chunks added (chapter 11)."""
+        chunks = list(chunks)
+        return Retriever(self.strategy, chunks, DenseIndex(chunks, np.asarray(vectors), self.dense.embedder),
+                         BM25([c.text for c in chunks]))
+
     def query_vector(self, query: str) -> np.ndarray:
         """The query's unit vector, embedded once per retriever (dense, hybrid and gate share it)."""
         if query not in self._vectors:
             self._vectors[query] = self.dense.embedder.encode_query(query)
         return self._vectors[query]
 
-    def rank(self, query: str, method: str = "dense", vector: np.ndarray | None = None) -> list[int]:
-        """Every chunk position, best first, by one method; hybrid fuses the two full rankings with RRF (k=60).
+    def remember(self, queries: Sequence[str], vectors: np.ndarray) -> None:
+        """Take the vectors of `queries` embedded elsewhere (once, as a batch) instead of embedding each again."""
+        self._vectors.update(zip(queries, vectors, strict=True))
 
-        `vector` is the query's vector when the caller embedded it already (dense and hybrid use it).
+    def rank(self, query: str, method: str = "dense", vector: np.ndarray | None = None,
+             reranker: Reranker | None = None, depth: int = DEPTH) -> list[int]:
+        """Every chunk position, best first, by one method; hybrid fuses the two full rankings with RRF (c=60).
+
+        `vector` is the query's vector when the caller embedded it already (dense and hybrid use it);
+        `reranker` reorders the first `depth` positions (`rerank.rerank_head`'s rule) and leaves the rest.
         """
         if method not in METHODS:
             raise ValueError(f"method {method!r} is not one of {list(METHODS)}")
         if method == "bm25":
-            return self.bm25.rank(query).tolist()
-        dense = self.dense.rank(self.query_vector(query) if vector is None else vector).tolist()
-        if method == "dense":
-            return dense
-        return [int(i) for i in rrf([dense, self.bm25.rank(query).tolist()])]
+            ranking = self.bm25.rank(query)
+        else:
+            ranking = self.dense.rank(self.query_vector(query) if vector is None else vector)
+        if method == "hybrid":
+            ranking = rrf([ranking, self.bm25.rank(query)])
+        return ranking if reranker is None else self._reranked(ranking, reranker, query, depth)
 
-    def retrieve(self, query: str, k: int = 4, method: str = "dense") -> list[Hit]:
-        """The top k as Hits carrying the cosine distance (whatever ranked them), rank from 1."""
+    def _reranked(self, ranking: list[int], reranker: Reranker, query: str, depth: int) -> list[int]:
+        """`ranking` with its first `depth` positions in the reranker's order."""
+        head = ranking[:depth]
+        return [head[r.old_rank - 1] for r in rerank(reranker, query, [self.chunks[i] for i in head])] + ranking[depth:]
+
+    def retrieve(self, query: str, k: int = 4, method: str = "dense", reranker: Reranker | None = None,
+                 depth: int = DEPTH) -> list[Hit]:
+        """The top k (reranked from the top `depth`, given a reranker) as Hits carrying the cosine distance
+        (whatever ranked them), rank from 1."""
         distances = self.dense.distances(self.query_vector(query))
-        return top_hits(self.chunks, distances, k, ranking=self.rank(query, method))
+        return top_hits(self.chunks, distances, k, ranking=self.rank(query, method, reranker=reranker, depth=depth))
 
     def rankings(self, queries: Iterable, method: str = "dense", depth: int | None = None,
                  vectors: Mapping[str, np.ndarray] | None = None) -> dict[str, list[Chunk]]:
@@ -110,5 +142,8 @@ def build(strategy: str = "E", corpus: list[Document] | None = None, embedder: E
 
         corpus = load_corpus()
     chunks = chunk_corpus(corpus, strategy, target=target, overlap=overlap)
-    index = DenseIndex.build(chunks, embedder, progress=progress) if dense else None
-    return Retriever(strategy, chunks, index, BM25([c.text for c in chunks]))
+    if not dense:  # BM25 alone: no model loaded, nothing embedded
+        return Retriever(strategy, chunks, None, BM25([c.text for c in chunks]))
+    index = DenseIndex.build(chunks, embedder, progress=progress)
+    stamp = Stamp(index.embedder.name, int(index.vectors.shape[1]), strategy)
+    return Retriever.over(Store.of(chunks, index.vectors, stamp), index.embedder)

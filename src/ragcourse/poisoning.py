@@ -16,9 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .bm25 import BM25, tokenize
+from .bm25 import tokenize
 from .chunking import Chunk
-from .dense import DenseIndex
 from .pipeline import Retriever
 
 ATTACKS = ("stuffed", "mimic", "both")
@@ -57,10 +56,7 @@ def with_planted(retriever: Retriever, planted: Sequence[Chunk], vectors: np.nda
     """A retriever over the same chunks plus `planted` ones; only their texts are embedded (or `vectors` given)."""
     if vectors is None:
         vectors = retriever.dense.embedder.encode([c.text for c in planted])
-    chunks = list(retriever.chunks) + list(planted)
-    dense = DenseIndex(chunks=chunks, vectors=np.vstack([retriever.dense.vectors, vectors]),
-                       embedder=retriever.dense.embedder)
-    return Retriever(retriever.strategy, chunks, dense, BM25([c.text for c in chunks]))
+    return retriever.with_chunks(list(retriever.chunks) + list(planted), np.vstack([retriever.dense.vectors, vectors]))
 
 
 def per_source_limit(ranked: Sequence[Chunk], limit: int, k: int) -> list[Chunk]:

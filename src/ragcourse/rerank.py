@@ -32,8 +32,8 @@ import numpy as np
 
 from . import models, precision
 from .chunking import Chunk
-from .corpus import CACHE_ROOT
 from .dense import model_fingerprint, text_key
+from .paths import CACHE_ROOT
 
 TOKENS_DIR = CACHE_ROOT / "tokens"
 USES = ("text", "content")
@@ -42,9 +42,8 @@ USES = ("text", "content")
 DEPTH = 25
 #: Which side's punctuation word pieces `LateInteractionReranker` drops before MaxSim.
 SKIP_PUNCTUATION = ("both", "query", "passage", "none")
-#: MaxSim scores are rounded to `ragcourse.precision.DECIMALS` places, so float noise (BLAS, CPU
-#: kernels) cannot reorder near-ties between machines; exact ties then keep their shortlist order.
-DECIMALS = precision.DECIMALS
+# MaxSim scores are rounded to `ragcourse.precision.DECIMALS` places, so float noise (BLAS, CPU
+# kernels) cannot reorder near-ties between machines; exact ties then keep their shortlist order.
 
 
 @runtime_checkable
@@ -152,7 +151,7 @@ def rerank_rankings(reranker: Reranker, queries: Sequence, rankings: Mapping[str
 
 
 class CrossEncoderReranker:
-    """A sentence-transformers CrossEncoder (e.g. cross-encoder/ms-marco-MiniLM-L6-v2).
+    """A sentence-transformers CrossEncoder (e.g. cross-encoder/ms-marco-MiniLM-L6-v2), loaded on first use.
 
     `source` is a local folder (or a hub name with RAGCOURSE_ALLOW_DOWNLOAD=1); None reads
     `RAGCOURSE_RERANKER`. Pairs longer than `max_length` tokens are truncated by the tokenizer.
@@ -173,7 +172,12 @@ class CrossEncoderReranker:
             name, resolved = source, models.resolve_source(source, "source")
         self.name, self.use = name, _check_use(use)
         self.batch_size, self.max_length = batch_size, max_length
-        self.model = models.load_cross_encoder(resolved)
+        self.source = resolved
+
+    @property
+    def model(self):
+        """The CrossEncoder, loaded on first use (as the embedder is): naming or checking a reranker loads nothing."""
+        return models.load_cross_encoder(self.source)
 
     def score(self, query: str, passages: list[str]) -> np.ndarray:
         """One relevance score per passage (the model's output; only the order matters)."""
@@ -189,7 +193,7 @@ def maxsim(query_tokens: np.ndarray, passage_tokens: np.ndarray) -> float:
     """Late interaction: each query token's best dot product with any passage token, summed.
 
     ``score(q, p) = sum_i max_j <q_i, p_j>`` (Khattab & Zaharia, "ColBERT", SIGIR 2020); with unit
-    rows each dot product is a cosine. Rounded to `DECIMALS` places. Worked example, two query
+    rows each dot product is a cosine. Rounded to `precision.DECIMALS` places. Worked example, two query
     tokens and three passage tokens:
 
     >>> q = np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -200,7 +204,7 @@ def maxsim(query_tokens: np.ndarray, passage_tokens: np.ndarray) -> float:
     q, p = np.asarray(query_tokens, dtype=np.float32), np.asarray(passage_tokens, dtype=np.float32)
     if q.ndim != 2 or p.ndim != 2 or q.shape[1] != p.shape[1] or len(q) == 0 or len(p) == 0:
         raise ValueError(f"query {q.shape}, passage {p.shape}: expected non-empty (n, d), (m, d)")
-    return round(float((q @ p.T).max(axis=1).sum(dtype=np.float64)), DECIMALS)
+    return round(float((q @ p.T).max(axis=1).sum(dtype=np.float64)), precision.DECIMALS)
 
 
 def maxsim_many(query_tokens: np.ndarray, passages: Sequence[np.ndarray]) -> np.ndarray:
@@ -212,7 +216,7 @@ def maxsim_many(query_tokens: np.ndarray, passages: Sequence[np.ndarray]) -> np.
     sims = np.asarray(query_tokens, dtype=np.float32) @ stacked.T
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     best = np.maximum.reduceat(sims, starts, axis=1)  # (query tokens, passages)
-    return np.round(best.sum(axis=0, dtype=np.float64), DECIMALS)
+    return np.round(best.sum(axis=0, dtype=np.float64), precision.DECIMALS)
 
 
 def special_ids(tokenizer) -> set[int]:

@@ -26,8 +26,7 @@ import io
 import re
 from collections.abc import Callable, Iterator
 
-from .corpus import collapse
-from .documents import fence
+from .corpus import collapse, fence
 
 
 class _Nodes:

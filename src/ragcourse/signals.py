@@ -7,7 +7,7 @@ the dense top `depth`:
 - `rerank_top`: the reranker's score of its best passage, per query token (late interaction sums one
   cosine per query token, so a long ticket would otherwise score higher than a short question);
 - `rerank_margin`: `rerank_top` minus the mean per-token score of the next `MARGIN_HITS` passages;
-- `coverage`: the share of the query's content words (`content_words`, `ragcourse.words.query_words`) found
+- `coverage`: the share of the query's content words (`ragcourse.words.query_words`) found
   in the kept chunks' text;
 - `agreement`: the share of the dense top `k` that BM25's top `k` also holds.
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from . import precision
 from .bm25 import tokenize
-from .words import query_words as content_words  # chapter 6 imports it from here: the query-side rule
+from .words import query_words
 
 #: Decimal places every signal keeps (4: a flip needs float noise within 1e-7 of a boundary 1e-4 wide).
 DECIMALS = 4
@@ -58,7 +58,7 @@ def coverage(query: str, texts: Sequence[str]) -> float:
     >>> coverage("add a caption to a figure", ["A figure may have a caption."])
     0.6667
     """
-    wanted = content_words(query)
+    wanted = query_words(query)
     found = {w for t in texts for w in tokenize(t)}
     return round(len(wanted & found) / len(wanted), DECIMALS) if wanted else 0.0
 

@@ -1,13 +1,13 @@
-"""The `ragcourse` command line: chunk a file, search or evaluate the course corpus, index a folder.
+"""The `ragcourse` command line: chunk a file, index a folder, query it (or the course corpus), evaluate.
 
     ragcourse chunk notes.md --strategy E          # chunks as JSON lines, offsets included
-    ragcourse search "how do I add a caption to a figure" --method hybrid -k 4 --cut 0.6 --rerank
-    ragcourse search --queries questions.jsonl --gate   # one JSON line per query; NO ANSWER -> "hits": []
+    ragcourse query "how do I add a caption to a figure" --method hybrid -k 4 --cut 0.6 --rerank  # course corpus
+    ragcourse query --queries questions.jsonl --gate   # one JSON line per query; NO ANSWER -> "hits": []
     ragcourse evaluate --strategy E --method hybrid --rerank   # Recall@k and MRR with Wilson intervals
     ragcourse evaluate --questions my-questions.jsonl          # your own ground truth, same format
     ragcourse evaluate --method hybrid --engine qdrant         # the same table, searched by Qdrant
     ragcourse index ./my-docs --out ./my-index      # ingest or sync a folder; failures listed, nothing lost
-    ragcourse query ./my-index "question"
+    ragcourse query ./my-index "question" --method hybrid --rerank --gate --user ana --permissions perms.json
     ragcourse eval ./my-docs --questions my-questions.jsonl --out ./report   # the book's measurements, your folder
     ragcourse needles ./my-docs --n 50               # candidate needle sentences to write questions against
 
@@ -43,25 +43,11 @@ def _chunk(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reranked_hits(retriever, query: str, k: int, method: str, depth: int) -> list:
-    """The first stage's top `depth` reranked by `default_reranker()`, cut to k; distances kept."""
-    from ..dense import Hit
-    from ..rerank import default_reranker, rerank
-
-    shortlist = retriever.retrieve(query, k=max(k, depth), method=method)
-    distance = {h.chunk: h.distance for h in shortlist}
-    reranked = rerank(default_reranker(), query, [h.chunk for h in shortlist], top=k)
-    return [Hit(r.chunk, distance[r.chunk], r.rank) for r in reranked]
-
-
-def _search_hits(retriever, args: argparse.Namespace, query: str) -> tuple[list, str | None]:
-    """The hits `search` shows for one query after --cut or --gate, and the refusal's message (None: answered)."""
+def _hits(retriever, args: argparse.Namespace, query: str, reranker) -> tuple[list, str | None]:
+    """The hits `query` shows for one question after --cut or --gate, and the refusal's message (None: answered)."""
     from ..gate import RECOMMENDED_GATE, NoAnswer, gate
 
-    if args.rerank:
-        hits = _reranked_hits(retriever, query, args.k, args.method, args.depth)
-    else:
-        hits = retriever.retrieve(query, k=args.k, method=args.method)
+    hits = retriever.retrieve(query, k=args.k, method=args.method, reranker=reranker, depth=args.depth)
     if args.cut is not None:
         result = gate(hits, args.cut, k=args.k, query=query)
         return ([], str(result)) if isinstance(result, NoAnswer) else (list(result.hits), None)
@@ -82,57 +68,128 @@ def _gate_signals(retriever, query: str, k: int) -> dict[str, float]:
     return signals.measure(retriever, default_reranker(), query, k).as_dict()
 
 
-def _readable_retriever(args: argparse.Namespace):
-    """The course corpus's retriever; with --user, only the documents that user may read (chapter 11's pre-filter)."""
-    from ..pipeline import build
+def _retriever(args: argparse.Namespace):
+    """The retriever `query` searches: over the saved index INDEX, else over the course corpus (built in memory);
+    with --user, over what that user may read only (chapter 11's pre-filter)."""
+    from ..dense import load_embedder
+    from ..pipeline import Retriever, build
 
-    retriever = build(args.strategy)
+    if args.index is None:
+        retriever, permissions = build(args.strategy), _course_permissions(args)
+    else:
+        from ..index_format import load
+
+        index = load(Path(args.index))  # refused before the model loads, if it cannot be trusted
+        embedder = load_embedder(_query_cache())  # queries only: the index holds the chunks' vectors
+        index.check_compatible(embedder.name, embedder.dim)
+        retriever, permissions = Retriever.over(index.store(), embedder), args.permissions
     if args.user is None:
         return retriever
-    from ..paths import DATA_DIR
+    if permissions is None:
+        raise ValueError("--user needs --permissions PERMISSIONS.json for a saved index: who may read what")
     from ..permissions import pre_filter
 
-    path = Path(args.permissions) if args.permissions else DATA_DIR / "permissions.json"
-    return pre_filter(retriever, _allowed(path, args.user, {c.doc_id for c in retriever.chunks}))
+    return pre_filter(retriever, _allowed(Path(permissions), args.user, {c.doc_id for c in retriever.chunks}))
+
+
+def _query_cache() -> Path | None:
+    """Where `query` on an index caches a batch's query vectors: the user cache, if it can be written."""
+    from ..paths import user_cache_dir
+
+    folder = user_cache_dir() / "embeddings"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder
+
+
+def _course_permissions(args: argparse.Namespace) -> str:
+    from ..paths import DATA_DIR
+
+    return args.permissions or str(DATA_DIR / "permissions.json")
 
 
 def _allowed(permissions: Path, user: str, doc_ids) -> frozenset[str]:
     """The documents `user` may read (chapter 11); documents with no entry are named on stderr, unreadable."""
+    from ..documents import printable
     from ..permissions import load_access
 
     access = load_access(permissions)
     unlisted = access.unlisted(doc_ids)
     if unlisted:
         print(f"{len(unlisted)} document(s) have no permission entry and are readable by nobody: "
-              + ", ".join(unlisted[:10]) + (" ..." if len(unlisted) > 10 else ""), file=sys.stderr)
+              + ", ".join(printable(d) for d in unlisted[:10]) + (" ..." if len(unlisted) > 10 else ""),
+              file=sys.stderr)
     return access.readable(access.groups_of(user))
 
 
-def _search(args: argparse.Namespace) -> int:
+def _query_texts(args: argparse.Namespace) -> list[tuple[str | None, str]]:
+    """(id, question) pairs: the one QUESTION (id None), or every record of --queries FILE.jsonl."""
+    if args.query is None and args.queries is None and args.index is not None:
+        if Path(args.index).is_dir():
+            raise ValueError(f"{args.index!r} is a folder: give a QUESTION after the INDEX, or --queries FILE.jsonl")
+        args.index, args.query = None, args.index  # one positional and no --queries: it is the question
     if (args.query is None) == (args.queries is None):
-        raise ValueError("give either a QUERY or --queries FILE.jsonl, not both and not neither")
+        raise ValueError("give either a QUESTION or --queries FILE.jsonl, not both and not neither")
     if args.gate and args.cut is not None:
         raise ValueError(f"--gate and --cut={args.cut} both decide when to refuse: choose one")
-    if args.queries is not None:
-        from ..groundtruth import read_records
+    if args.queries is None:
+        return [(None, args.query)]
+    from ..groundtruth import read_records
 
-        records = [r for _, r in read_records(Path(args.queries), ("id", "query"))]  # errors name the line
-        retriever = _readable_retriever(args)
-        for record in records:
-            hits, _ = _search_hits(retriever, args, record["query"])
+    return [(r["id"], r["query"]) for _, r in read_records(Path(args.queries), ("id", "query"))]  # errors name the line
+
+
+def _query(args: argparse.Namespace) -> int:
+    """`ragcourse query`: the book's retriever (dense, BM25 or hybrid; reranked; gated; as a user) over a saved
+    index or the course corpus; the model loads once for every question."""
+    questions = _query_texts(args)
+    retriever = _retriever(args)
+    reranker = None
+    if args.rerank:  # the course's token cache for the course corpus, the user's for an index
+        from ..paths import user_cache_dir
+        from ..rerank import default_reranker
+
+        reranker = default_reranker() if args.index is None else _reranker_factory(user_cache_dir())()
+    if len(questions) > 1:  # a batch: each question embedded once, through the embedding cache
+        texts = sorted({text for _, text in questions})
+        retriever.remember(texts, retriever.dense.embedder.encode_queries(texts))
+    for qid, text in questions:
+        hits, refusal = _hits(retriever, args, text, reranker)
+        if qid is not None:
             shown = [{"doc": h.chunk.doc_id, "start": h.chunk.start, "end": h.chunk.end,
                       "distance": round(float(h.distance), 4)} for h in hits]
-            print(json.dumps({"id": record["id"], "answered": bool(hits), "hits": shown}, ensure_ascii=False))
-        return 0
-    hits, refusal = _search_hits(_readable_retriever(args), args, args.query)
+            print(json.dumps({"id": qid, "answered": bool(hits), "hits": shown}))  # ASCII: no raw control codes
+        else:
+            _print_hits(hits, refusal)
+    if hasattr(reranker, "save"):  # late interaction: the passages' token vectors, for the next run
+        reranker.save()
+    return 0
+
+
+def _print_hits(hits: list, refusal: str | None) -> None:
+    """One question's hits for a terminal: every name and text escaped (`documents.printable`), one line each."""
+    from ..documents import printable
+
     if refusal is not None:
-        print(refusal)
-        return 0
+        print(printable(refusal))
     for hit in hits:
         c = hit.chunk
-        print(f"[{hit.rank}] d={hit.distance:.3f}  {c.doc_id} > {c.section}  #char={c.start},{c.end}")
-        print("    " + c.content[:200].replace("\n", " ") + ("..." if len(c.content) > 200 else ""))
-    return 0
+        print(f"[{hit.rank}] d={hit.distance:.3f}  {printable(c.doc_id)} > {printable(c.section)}  "
+              f"#char={c.start},{c.end}")
+        print("    " + printable(c.content[:200].replace("\n", " ")) + ("..." if len(c.content) > 200 else ""))
+
+
+def _search(args: argparse.Namespace) -> int:
+    """`ragcourse search`, the old spelling of `ragcourse query` without an index (kept for one release)."""
+    print("ragcourse search: renamed `ragcourse query` (same options; without an INDEX it searches the course "
+          "corpus); `search` goes in the next release", file=sys.stderr)
+    if args.index is not None and args.query is None:
+        args.index, args.query = None, args.index
+    if args.index is not None:
+        raise ValueError("search reads the course corpus only: `ragcourse query INDEX QUESTION` searches an index")
+    return _query(args)
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -170,7 +227,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _index(args: argparse.Namespace) -> int:
     from ..dense import load_embedder
-    from ..index import sync_folder
+    from ..index_sync import sync_folder
 
     embedder = load_embedder(_cache(args, args.folder) / "embeddings")  # the model loads only for new text
     report = sync_folder(Path(args.folder), Path(args.out), embed=embedder.encode, model_name=embedder.name,
@@ -178,18 +235,6 @@ def _index(args: argparse.Namespace) -> int:
                          notify=lambda message: print(f"ragcourse index: {message}", file=sys.stderr, flush=True))
     print(report.summary())
     return 1 if report.index.failed else 0
-
-
-def _query(args: argparse.Namespace) -> int:
-    from ..dense import load_embedder
-    from ..index import Index
-
-    index = Index.load(Path(args.index))  # refused before the model loads, if it cannot be trusted
-    embedder = load_embedder()
-    index.check_compatible(embedder.name, embedder.dim)
-    for hit in index.search(embedder.encode_query(args.query), k=args.k, model_name=embedder.name):
-        print(f"[{hit.rank}] d={hit.distance:.3f}  {hit.chunk.doc_id}  #char={hit.chunk.start},{hit.chunk.end}")
-    return 0
 
 
 def _count(name: str):
@@ -479,12 +524,14 @@ def _folder_commands(sub) -> None:
 
 def _eval_options(v) -> None:
     """`eval`'s exclusions, cut-offs, run files, baseline, cache and output folder."""
+    from ..evaluation import KS
+
     v.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                    help="a path relative to DOCS_DIR (or a folder) never read, e.g. 'api/*' or '**/_build'; "
                         "repeatable; what it leaves out is listed in the report")
-    v.add_argument("--k", type=_ks, default=[1, 4, 8, 20], metavar="K,K,...",
-                   help="cut-offs for recall@k and nDCG@k (default 1,4,8,20); the largest is where a question "
-                        "counts as missed")
+    v.add_argument("--k", type=_ks, default=list(KS), metavar="K,K,...",
+                   help=f"cut-offs for recall@k and nDCG@k (default {','.join(map(str, KS))}); the largest is where "
+                        "a question counts as missed")
     v.add_argument("--run", action="append", default=None, metavar="RUN.trec", dest="run_files",
                    help="another system's TREC run (qid Q0 docno rank score tag; qids as in the qrels eval writes, "
                         "docnos chunk ids of the first strategy, or DOC#char=START,END passages of a document's "
@@ -524,44 +571,54 @@ def parser() -> argparse.ArgumentParser:
                                      "print JSON lines (their text is what needles are matched against)")
     c.add_argument("file")
     c.add_argument("--title", default=None)
-    s = sub.add_parser("search", help="search the course corpus")
-    e = sub.add_parser("evaluate", help="score a strategy on the ground truth")
+    r = sub.add_parser("query", help="search an index built by `ragcourse index` (or, without INDEX, the course "
+                                     "corpus) as the book's pipeline does: dense, BM25 or hybrid, reranked, gated")
+    s = sub.add_parser("search", help="the old spelling of `ragcourse query` without INDEX (goes in the next release)")
+    e = sub.add_parser("evaluate", help="score a strategy on the course corpus (its ground truth, or --questions "
+                                        "about it); a folder of your own: `ragcourse eval DOCS_DIR`")
     i = sub.add_parser("index", help="ingest a folder of documents (.md .rst .txt .html .pdf) into an index")
-    r = sub.add_parser("query", help="query an index built by `ragcourse index`")
-    for q in (c, s, e, i):
-        q.add_argument("--strategy", default="E", choices=list(STRATEGIES))
-    for q, default in ((s, "hybrid"), (e, "dense")):
+    for q in (c, r, s, e, i):
+        q.add_argument("--strategy", default="E", choices=list(STRATEGIES),
+                       help="chunking strategy (default E; `query` on an INDEX uses the index's own)")
+    for q, default in ((r, "hybrid"), (s, "hybrid"), (e, "dense")):
         q.add_argument("--method", default=default, choices=list(METHODS))
-    for q in (s, r):
-        q.add_argument("-k", type=_count("k"), default=4, help="how many chunks to show (default 4)")
-    for q in (s, e):
+    for q in (r, s, e):
         q.add_argument("--rerank", action="store_true",
                        help="rerank the first stage's top --depth with the default reranker (chapter 5)")
         q.add_argument("--depth", type=_count("depth"), default=DEPTH,
                        help=f"shortlist size for --rerank (default {DEPTH})")
-    _own_arguments(c, s, e, i, r)
+    for q, run in ((r, _query), (s, _search)):
+        _query_options(q)
+        q.set_defaults(run=run)
+    _own_arguments(c, e, i)
     _folder_commands(sub)
     return p
 
 
-def _own_arguments(c, s, e, i, r) -> None:
-    """The arguments only one of chunk, search, evaluate, index and query takes."""
+def _query_options(q) -> None:
+    """The options of `query` (and of its old spelling `search`), defined once."""
+    q.add_argument("index", nargs="?", default=None, metavar="INDEX",
+                   help="a folder written by `ragcourse index` (default: the course corpus)")
+    q.add_argument("query", nargs="?", default=None, metavar="QUESTION", help="the question (or use --queries)")
+    q.add_argument("-k", type=_count("k"), default=4, help="how many chunks to show (default 4)")
+    q.add_argument("--cut", type=float, default=None, help="cosine-distance gate; NO ANSWER when nothing passes")
+    q.add_argument("--gate", action="store_true",
+                   help="apply chapter 6's recommended gate (ragcourse.gate.RECOMMENDED_GATE); "
+                        "NO ANSWER when it refuses")
+    q.add_argument("--queries", default=None, metavar="FILE.jsonl",
+                   help='batch mode: lines {"id", "query"} in, one JSON line per query out: '
+                        '{"id", "answered", "hits": [{"doc", "start", "end", "distance"}]}, hits [] when refused')
+    _permission_options(q, "search only what this user may read (the pre-filter, with the user's own BM25 "
+                           "statistics)", "with --user (default for the course corpus: its data/permissions.json)")
+
+
+def _own_arguments(c, e, i) -> None:
+    """The arguments only one of chunk, evaluate and index takes."""
     from ..chunking import OVERLAP, TARGET
 
     c.add_argument("--target", type=int, default=TARGET)
     c.add_argument("--overlap", type=int, default=OVERLAP)
     c.set_defaults(run=_chunk)
-    s.add_argument("query", nargs="?", default=None, help="the question (or use --queries)")
-    s.add_argument("--cut", type=float, default=None, help="cosine-distance gate; NO ANSWER when nothing passes")
-    s.add_argument("--gate", action="store_true",
-                   help="apply chapter 6's recommended gate (ragcourse.gate.RECOMMENDED_GATE); "
-                        "NO ANSWER when it refuses")
-    s.add_argument("--queries", default=None, metavar="FILE.jsonl",
-                   help='batch mode: lines {"id", "query"} in, one JSON line per query out: '
-                        '{"id", "answered", "hits": [{"doc", "start", "end", "distance"}]}, hits [] when refused')
-    _permission_options(s, "search only what this user may read (the pre-filter, with the user's own BM25 "
-                           "statistics)", "with --user (default: the course's data/permissions.json)")
-    s.set_defaults(run=_search)
     e.add_argument("--questions", default=None, metavar="FILE.jsonl",
                    help="your questions: id, needle, question, optional doc and ticket, one JSON object a line "
                         "(default: the course's ground truth)")
@@ -577,9 +634,6 @@ def _own_arguments(c, s, e, i, r) -> None:
     i.add_argument("--no-wait", action="store_true",
                    help="exit (status 2) naming the running writer instead of waiting for it to finish")
     i.set_defaults(run=_index)
-    r.add_argument("index")
-    r.add_argument("query")
-    r.set_defaults(run=_query)
 
 
 def main(argv: list[str] | None = None) -> int:
