@@ -4,6 +4,7 @@ Each line (student, chapter, exercise, points, note) replaces one automatic scor
 row says so and keeps the automatic score beside it. grades.csv itself is the grader's: its checksum is
 recorded when written, and a hand edit is refused before anything is graded, never silently replaced.
 
+>>> from types import SimpleNamespace
 >>> rows = [SimpleNamespace(student="ann", chapter="06", exercise="6.4", points=0.0, max_points=2)]
 >>> marks, problems = parse("student,chapter,exercise,points,note\\nann,6,6.4,1.5,reasoning credited\\n", rows)
 >>> marks, problems
@@ -17,7 +18,6 @@ import hashlib
 import io
 import math
 from pathlib import Path
-from types import SimpleNamespace  # noqa: F401 - the module's example uses it
 from typing import NamedTuple
 
 FILE = "manual.csv"

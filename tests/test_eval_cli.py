@@ -17,10 +17,10 @@ import pytest
 from ragcourse import dense, documents
 from ragcourse.cli import folder, main, report
 from ragcourse.cli import runs as runs_module
-from ragcourse.cli.folder import load_folder_questions, read_document, read_folder
+from ragcourse.cli.folder import load_folder_questions, read_folder
 from ragcourse.cli.runs import without_latency
 from ragcourse.corpus import Document
-from ragcourse.documents import ExtractionError
+from ragcourse.documents import ExtractionError, read_document
 from ragcourse.groundtruth import GroundTruthError
 from ragcourse.paths import CACHE_ROOT
 

@@ -25,11 +25,11 @@ from pathlib import Path, PurePosixPath
 
 from ..chunking import paragraph_spans, sentence_spans
 from ..corpus import Document, collapse
-from ..documents import MAX_BYTES, NO_TEXT_REASONS, ExtractionError, Failure, read_document, read_file, walk
+from ..documents import MAX_BYTES, NO_TEXT_REASONS, ExtractionError, Failure, read_file, walk
 from ..groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle
 from ..records import RecordsError, Rejected, parse_records, where
 
-__all__ = ["Failure", "FolderCorpus", "read_folder", "read_document", "readable_part", "check_folder_questions",
+__all__ = ["FolderCorpus", "read_folder", "readable_part", "check_folder_questions",
            "load_folder_questions"]
 
 
