@@ -29,7 +29,9 @@ OUTSIDE = ("1.1.1.1", 443)  # a public address; no test may reach it
 GLUE_ROLE = re.compile(r"\{glue(?::[a-z]*)?\}`([^`:]+)(?::[^`]*)?`")
 GLUE_DIRECTIVE = re.compile(r"^(?:`{3,}|:{3,})\{glue(?::[a-z]+)?\}\s+(\S+)", re.MULTILINE)
 # a value glued in another notebook (a lesson quoting its lab): {glue:text}`labs/04-x.ipynb::key:.3f`
-CROSS_GLUE = re.compile(r"\{glue(?::[a-z]*)?\}`?\s*([^`:\s]+\.ipynb)::([^`:\s]+)")
+CROSS_GLUE = re.compile(r"\{glue(?::[a-z]*)?\}`([^`:\s]+\.ipynb)::([^`:\s]+)")
+# ... and a glue directive with a :doc: option: ```{glue} key  then  :doc: labs/04-x.ipynb
+DOC_DIRECTIVE = re.compile(r"^(?:`{3,}|:{3,})\{glue(?::[a-z]+)?\}\s+(\S+)\n:doc:\s*(\S+)", re.MULTILINE)
 
 
 def _load(path: Path) -> dict:
@@ -122,11 +124,12 @@ def test_every_toc_entry_exists():
 def test_glue_references_have_stored_values(path: Path):
     nb = _load(path)
     markdown = "\n".join(_source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+    cross = set(CROSS_GLUE.findall(markdown)) | {(doc, key) for key, doc in DOC_DIRECTIVE.findall(markdown)}
     referenced = {name for name in set(GLUE_ROLE.findall(markdown)) | set(GLUE_DIRECTIVE.findall(markdown))
-                  if not name.endswith(".ipynb") and "::" not in name}  # another notebook's value: below
+                  if not name.endswith(".ipynb")} - {key for key, _ in DOC_DIRECTIVE.findall(markdown)}
     code = "\n".join(_source(c) for c in _code_cells(nb))
     missing = sorted(referenced - _glued_names(nb))
-    for other, key in sorted(set(CROSS_GLUE.findall(markdown))):
+    for other, key in sorted(cross):
         target = path.parent / other
         if not target.is_file() or key not in _glued_names(_load(target)):
             missing.append(f"{other}::{key}")
@@ -195,8 +198,9 @@ def test_glue_regexes_find_references():
             "```{glue:figure} fig_recall\n```")
     assert set(GLUE_ROLE.findall(text)) == {"r_at_1", "n_docs", "n_all"}
     assert GLUE_DIRECTIVE.findall(text) == ["fig_recall"]
-    cross = "MRR {glue:text}`labs/04-b.ipynb::bm25_mrr:.3f`\n```{glue} labs/04-b.ipynb::table\n```"
-    assert CROSS_GLUE.findall(cross) == [("labs/04-b.ipynb", "bm25_mrr"), ("labs/04-b.ipynb", "table")]
+    cross = "MRR {glue:text}`labs/04-b.ipynb::bm25_mrr:.3f`\n```{glue} table\n:doc: labs/04-b.ipynb\n```"
+    assert CROSS_GLUE.findall(cross) == [("labs/04-b.ipynb", "bm25_mrr")]
+    assert DOC_DIRECTIVE.findall(cross) == [("table", "labs/04-b.ipynb")]
 
 
 def test_outside_connections_fail_in_process():
