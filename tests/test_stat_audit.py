@@ -178,8 +178,6 @@ def _n_to_detect(rows: list[list[str]]) -> list[str]:
 # (lessons-a/b: when you fix one, or move the sentence into your lab, edit this entry in the same commit)
 KNOWN: dict[str, str] = {
     "03-dense-retrieval": "lessons-a: 'non-inferior' (E against C) with no margin stated in advance",
-    "04-bm25-hybrid": "lessons-b: '+44/-28, p = 0.0702' (exact sign test 0.0764); 'non-inferior' with no margin",
-    "06-thresholds": "lessons-b: '0.000 [0.000, 0.000]', a zero-width interval printed as an interval",
     "09-document-types": "code + re-execution, not markdown: the genre table's 'n for 0.05' is 5 for legal "
                          "(evaluation.detectable's needed_for_005 must not go below 6; evaluation.py is evalcli's)",
 }
