@@ -18,6 +18,8 @@ from docutils.parsers.rst import Parser
 from docutils.utils import new_document
 from sphinx.errors import ExtensionError
 
+from ragcourse import paths
+
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "book" / "_build" / "html"
 ROW = {"wall_s": 93.0, "cpu_s": 34.5, "peak_rss_mib": 655, "load_average_before": [3.6, 1.3, 0.5],
@@ -41,19 +43,23 @@ def chapter(text: str = "Title\n=====\n\n.. admonition:: In this chapter\n\n   l
     return document
 
 
-def app_with(tmp_path: Path, section: dict) -> SimpleNamespace:
-    results = tmp_path / "benchmarks" / "results"
-    results.mkdir(parents=True)
-    (results / "timings.json").write_text(json.dumps({"notebooks": section}), encoding="utf-8")
-    (tmp_path / "book").mkdir()
-    return SimpleNamespace(confdir=str(tmp_path / "book"))
+@pytest.fixture
+def app_with(tmp_path: Path, monkeypatch):
+    """A Sphinx app stand-in whose stored results (ragcourse.paths.RESULTS_DIR) hold `section` as the record."""
+
+    def make(section: dict) -> SimpleNamespace:
+        monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path)
+        (tmp_path / "timings.json").write_text(json.dumps({"notebooks": section}), encoding="utf-8")
+        return SimpleNamespace(confdir=str(tmp_path / "book"))
+
+    return make
 
 
-def test_the_box_gives_minutes_memory_load_set_up_and_download_after_the_opening_box(tmp_path):
+def test_the_box_gives_minutes_memory_load_set_up_and_download_after_the_opening_box(app_with):
     section = {"scope": ["02-chunking"], "pages": {"02-chunking": ROW}, "machine": MACHINE,
                "setup": "make install corpus", "cache": "empty"}
     doctree = chapter()
-    extension().add_box(app_with(tmp_path, section), doctree, "notebooks/02-chunking")
+    extension().add_box(app_with(section), doctree, "notebooks/02-chunking")
     first = doctree.next_node(nodes.section)
     assert first.children[1].next_node(nodes.title).astext() == "In this chapter"
     text = first.children[2].astext()
@@ -63,10 +69,10 @@ def test_the_box_gives_minutes_memory_load_set_up_and_download_after_the_opening
     assert first.children[2].next_node(nodes.reference)["refuri"] == "../_sources/notebooks/02-chunking.ipynb"
 
 
-def test_a_page_in_scope_without_figures_fails_and_one_outside_gets_no_box(tmp_path):
+def test_a_page_in_scope_without_figures_fails_and_one_outside_gets_no_box(app_with):
     section = {"scope": ["02-chunking", "labs/03-lab"], "pages": {"02-chunking": ROW}, "machine": MACHINE,
                "setup": "make install corpus", "cache": "empty"}
-    app = app_with(tmp_path, section)
+    app = app_with(section)
     with pytest.raises(ExtensionError, match="labs/03-lab"):
         extension().add_box(app, chapter(), "notebooks/labs/03-lab")
     doctree = chapter()
@@ -81,7 +87,7 @@ def test_pages_are_keyed_by_their_path_under_notebooks():
 
 
 def test_every_recorded_page_of_the_built_book_shows_its_figures():
-    record = json.loads((ROOT / "benchmarks" / "results" / "timings.json").read_text(encoding="utf-8"))
+    record = json.loads((paths.RESULTS_DIR / "timings.json").read_text(encoding="utf-8"))
     section = record.get("notebooks", {})
     assert set(section.get("scope", [])) <= set(section.get("pages", {}))
     if not (HTML / "index.html").is_file():

@@ -18,9 +18,11 @@ from sphinx.errors import ExtensionError
 PREFIX = "notebooks/"
 
 
-def load_section(confdir: str) -> dict:
+def load_section() -> dict:
     """The record's "notebooks" section ({} when the record or the section is missing)."""
-    path = Path(confdir).parent / "benchmarks" / "results" / "timings.json"
+    from ragcourse import paths  # read at call time: RAGCOURSE_RESULTS (or a test) may move the stored results
+
+    path = Path(paths.RESULTS_DIR) / "timings.json"
     record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     return record.get("notebooks", {})
 
@@ -66,7 +68,7 @@ def box(docname: str, row: dict, section: dict) -> nodes.admonition:
 def add_box(app, doctree, docname: str) -> None:
     if not docname.startswith(PREFIX):
         return
-    section = load_section(app.confdir)
+    section = load_section()
     key = docname.removeprefix(PREFIX)
     row = section.get("pages", {}).get(key)
     if row is None:
