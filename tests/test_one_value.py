@@ -18,7 +18,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = yaml.safe_load((ROOT / "tests" / "quantities.yml").read_text(encoding="utf-8"))
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9a][0-9]-*.ipynb"))
+# A chapter is its lesson and, once split, its lab (notebooks/labs/, issue 37): both under the chapter's number.
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9a][0-9]-*.ipynb")) + sorted(
+    (ROOT / "notebooks" / "labs").glob("[0-9a][0-9]-*.ipynb"))
 
 
 def glued() -> dict[str, dict[str, str]]:
