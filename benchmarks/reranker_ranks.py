@@ -85,8 +85,13 @@ class FineTunedReranker(CrossEncoderReranker):
     def __init__(self, model, name: str, max_length: int, batch_size: int = 32, use: str = "text") -> None:
         if use not in ("text", "content"):
             raise ValueError(f"use={use!r}: expected one of ['text', 'content']")
-        self.model, self.name, self.use = model, name, use
+        self._model, self.name, self.use = model, name, use
         self.batch_size, self.max_length = batch_size, max_length
+
+    @property
+    def model(self):
+        """Its own CrossEncoder with the stored head (the base class loads a shared one on first use)."""
+        return self._model
 
 
 def load_reranker(folder: Path | None = None, use: str = "text") -> FineTunedReranker:
