@@ -570,21 +570,21 @@ def case_7_5(mp):
 # ---- chapter 8 ----------------------------------------------------------------------------------------
 
 def _limited(limit, at_most):
-    from ragcourse import index as ix
+    from ragcourse import documents
 
-    def extract_limited(path, doc_id, max_bytes=ix.MAX_BYTES):
-        doc = ix.extract(path, doc_id)
+    def extract_limited(path, doc_id, max_bytes=documents.MAX_BYTES):
+        doc = documents.read_document(path, doc_id)
         text = doc.text
         lines = len(text.splitlines()) if at_most else text.count("\n") + (bool(text) and not text.endswith("\n"))
         if lines > limit:
-            raise ix.ExtractionError(f"{doc_id}: {lines} lines, over the limit of {limit}")
+            raise documents.ExtractionError(f"{doc_id}: {lines} lines, over the limit of {limit}")
         return doc
 
     return extract_limited
 
 
 def case_8_1(mp, tmp_path):
-    from ragcourse import index as ix
+    from ragcourse import documents
 
     limit = choose("8.1", [250, 200, 300])
     write = checks("8.1").fn.__globals__["_write"]
@@ -593,10 +593,10 @@ def case_8_1(mp, tmp_path):
     ctx = {"broken_dir": tmp_path, "after": SimpleNamespace(failed=[]),
            "line_limited": SimpleNamespace(failed=[SimpleNamespace(doc_id="long.md")])}
 
-    def off_by_one(path, doc_id, max_bytes=ix.MAX_BYTES):
-        doc = ix.extract(path, doc_id)
+    def off_by_one(path, doc_id, max_bytes=documents.MAX_BYTES):
+        doc = documents.read_document(path, doc_id)
         if len(doc.text.splitlines()) >= limit:
-            raise ix.ExtractionError("too many lines")
+            raise documents.ExtractionError("too many lines")
         return doc
 
     return Case([{**ctx, "extract_limited": _limited(limit, True)}, {**ctx, "extract_limited": _limited(limit, False)}],
@@ -648,7 +648,7 @@ def case_8_4(mp):
 
 
 def case_8_5(mp, tmp_path):
-    from ragcourse import index as ix
+    from ragcourse import documents
     from ragcourse.chunking import chunk
 
     body = "\n\n".join(f"## Part {i}\n\n" + " ".join(f"Sentence {j} of part {i} about options." for j in range(40))
@@ -658,8 +658,8 @@ def case_8_5(mp, tmp_path):
     target.parent.mkdir()
     target.write_text(original.replace("# EP 10", "# EP 10 (revised)", 1), encoding="utf-8")
     (tmp_path / "before.md").write_text(original, encoding="utf-8")
-    old = {c.text for c in chunk(ix.extract(tmp_path / "before.md", "eps-ep-010/05.md"), "E")}
-    n = sum(c.text not in old for c in chunk(ix.extract(target, "eps-ep-010/05.md"), "E"))
+    old = {c.text for c in chunk(documents.read_document(tmp_path / "before.md", "eps-ep-010/05.md"), "E")}
+    n = sum(c.text not in old for c in chunk(documents.read_document(target, "eps-ep-010/05.md"), "E"))
     assert n > 2, "the stand-in edit should change several chunks"
     why = "a title edit changes the header of every chunk"
     ctx = {"target": target, "original": original}
