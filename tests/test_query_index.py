@@ -123,7 +123,9 @@ def test_query_as_a_user_on_a_saved_index_sees_only_what_the_pre_filter_keeps(co
                                        "users": {"ana": ["dev"], "bob": ["ops"]}}))
     got = cli_top(out, questions, "hybrid", False, capsys, ["--user", "ana", "--permissions", str(permissions)])
     assert {doc for hits in got.values() for doc, _, _ in hits} == readable
-    filtered = pre_filter(in_memory, frozenset(readable))
+    folder = course[0]  # as it is now: an earlier test may have edited and synced it
+    current = build("E", corpus=[read_document(path, path.name) for path in sorted(folder.glob("*.md"))])
+    filtered = pre_filter(current, frozenset(readable))
     texts = sorted({q.text for q in course[2]})
     filtered.remember(texts, [in_memory.query_vector(text) for text in texts])  # embedded once, above
     assert got == pipeline_top(filtered, course[2], "hybrid", False)
