@@ -30,7 +30,7 @@ NOTES = ROOT / "kit" / "instructor-notes.md"
 INCLUDE = "```{include} instructor-tables.inc\n```"
 ADMONITION = re.compile(r":::\{admonition\} In this chapter\n(.*?)\n:::", re.DOTALL)
 GLUE = re.compile(r"\{glue(?::[a-z]+)?\}`([^`:]+)(?::[^`]*)?`")
-CHAPTER_LINK = re.compile(r"\]\((\d\d-[\w-]+\.ipynb)")
+CHAPTER_LINK = re.compile(r"\]\(((?:labs/)?\d\d-[\w-]+\.ipynb)")  # a chapter or its lab, from notebooks/
 GRADED_BY_RUBRIC = ("prediction", "written")
 LEARN = re.compile(r"\*\*You will learn:?\*\*:?\s*(.*?)(?=\n\s*\n|\*\*Prerequisites|\*\*Time|\Z)", re.DOTALL)
 
