@@ -10,6 +10,7 @@ whatever this prints is treated by the grader as the student's own claim.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -147,17 +148,27 @@ def _label(cell, index: int) -> str:
     return f"the answer cell of exercise {str(exercise)[:20]}" if exercise else f"code cell {index + 1}"
 
 
-def export_source(names: list[str], token: str, variant_env: str) -> str:
-    """The cell that prints, tagged with `token`, the JSON of the answers `names` and the environment."""
+def sealed(names: list[str], salt: str) -> list[str]:
+    """The answers' names as salted digests, so that neither the job file nor the export cell lists them.
+
+    >>> sealed(["b", "a"], "s") == sorted(sealed(["a", "b"], "s")) and "a" not in sealed(["a"], "s")
+    True
+    """
+    return sorted(hashlib.sha256((salt + name).encode("utf-8")).hexdigest() for name in names)
+
+
+def export_source(digests: list[str], salt: str, token: str, variant_env: str) -> str:
+    """The cell that prints, tagged with `token`, the JSON of the answers whose `sealed` digest is in `digests`
+    (the notebook's names are hashed with `salt`: the cell itself names no answer) and the environment."""
     codec = (HERE / "codec.py").read_text(encoding="utf-8")
     return f"""def _kit_export():
-    import json, os, sys, types
+    import hashlib, json, os, sys, types
     codec = types.ModuleType("_kit_codec")
     sys.modules["_kit_codec"] = codec  # dataclasses look their module up
     exec(compile({codec!r}, "codec.py", "exec"), codec.__dict__)
-    values, problems = {{}}, {{}}
-    for name in {names!r}:
-        if name in globals():
+    values, problems, wanted = {{}}, {{}}, set({digests!r})
+    for name in [n for n in list(globals()) if isinstance(n, str)]:
+        if hashlib.sha256(({salt!r} + name).encode("utf-8", "replace")).hexdigest() in wanted:
             try:
                 values[name] = codec.encode(globals()[name])
             except Exception as err:  # noqa: BLE001 - an object that lies (raises in __iter__): this answer only
@@ -194,7 +205,7 @@ def notebook_main(job: dict) -> dict:
         with Kernel(nb, Path(job["cwd"]), limits, env) as kernel:
             run_cells(kernel, nb, limits, run)
             if run.alive:
-                cell = nbformat.v4.new_code_cell(export_source(job["names"], token, job["variant_env"]))
+                cell = nbformat.v4.new_code_cell(export_source(job["digests"], job["salt"], token, job["variant_env"]))
                 kernel.execute(cell, 0, limits.check, run)
                 exported = _tagged(cell, token)
     except Exception as err:  # noqa: BLE001 - a kernel that will not start

@@ -16,6 +16,7 @@ import json
 import os
 import pwd
 import resource
+import secrets
 import select
 import shutil
 import signal
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from kit import codec, walls
+from kit import codec, runner, walls
 
 KIT = Path(__file__).resolve().parent
 RUNNER_FILES = ("runner.py", "codec.py")  # the only files of kit/ a sandbox sees: no check, no secret
@@ -352,7 +353,9 @@ def run_notebook_raw(data: bytes, names: list[str], limits: dict, unsafe: bool =
                      quota: Quota = Quota()) -> tuple[bytes, str | None]:
     """Run a notebook (its bytes) in a fresh sandbox: what it printed back (untrusted, unread), and a note
     when it was stopped (time, size, memory)."""
-    job = {"notebook": "{job}/submission.ipynb", "cwd": INSIDE_WORK, "names": names, "limits": limits,
+    salt = secrets.token_hex(16)  # the answers' names go in sealed: a submission that reads its job learns none
+    job = {"notebook": "{job}/submission.ipynb", "cwd": INSIDE_WORK, "digests": runner.sealed(names, salt),
+           "salt": salt, "limits": limits,
            "variant_env": "RAGCOURSE_VARIANT", "files": {"submission.ipynb": data}}
     if unsafe:
         job["cwd"] = tempfile.mkdtemp(prefix="ragcourse-unsafe-", dir=walls.run_folder())

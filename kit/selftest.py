@@ -30,7 +30,7 @@ import nbformat
 
 from kit import codec, definitions, sandbox
 from kit.grade import _tagged, answer_names, exercise_key, load_checks
-from kit.runner import Limits, Run, export_source, run_cells
+from kit.runner import Limits, Run, export_source, run_cells, sealed
 from kit.student import answer_cells, follows, leaks, student_edition, tags
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +103,8 @@ def student_tail(nb, forget: list[str]):
 
 def _export(attached, names: list[str], run: Run) -> dict:
     token = "kit" + secrets.token_hex(8)
-    cell = nbformat.v4.new_code_cell(export_source(names, token, "RAGCOURSE_VARIANT"))
+    salt = secrets.token_hex(16)
+    cell = nbformat.v4.new_code_cell(export_source(sealed(names, salt), salt, token, "RAGCOURSE_VARIANT"))
     attached.execute(cell, 0, LIMITS.check, run)
     found = _tagged(cell, token) or {}
     return found.get("values", {}) if isinstance(found.get("values"), dict) else {}

@@ -672,3 +672,18 @@ def test_a_notebook_of_many_statements_is_read_in_about_linear_time(tmp_path):
     assert analysis.analyse(job, seconds=60)["readable"]  # within its limit, where the old reading took minutes
     functions = json.loads((tmp_path / "student.json").read_text())["functions"]
     assert len(functions["f"]) == 1 + len(range(0, 20_000, 7))
+
+
+READ_THE_JOB = """
+import glob
+seen = "".join(open(p, encoding="utf-8", errors="replace").read() for p in glob.glob("/opt/kit-job/*.json"))
+get_ipython().events.register("pre_run_cell", lambda info: globals().__setitem__("cell", info.raw_cell))
+"""
+
+
+def test_a_submission_that_reads_its_job_and_the_export_cell_learns_no_answer_name():
+    """The sandbox's job file listed every name the reference's answer cells bind; now they go in sealed."""
+    result = _one_cell(READ_THE_JOB, ["seen", "cell", "answer_nobody_guesses"])
+    values = result["exported"]["values"]
+    assert '"digests"' in values["seen"] and "answer_nobody_guesses" not in values["seen"], values["seen"][:300]
+    assert "_kit_export" in values["cell"] and "answer_nobody_guesses" not in values["cell"]
