@@ -298,3 +298,18 @@ def test_a_lesson_names_a_source_at_most_once_with_a_citation(path: Path):
     markdown = "\n\n".join(_source(c) for c in _load(path)["cells"] if c["cell_type"] == "markdown")
     found = source_mentions(markdown)
     assert len(found) <= 1 and all("{cite" in s for s in found), f"{path.name}: {found}"
+
+
+CHAPTERS = [p for p in NOTEBOOKS if p.parent.name != "labs"]
+# chapter -> who splits it (a strict xfail until its lab lands: the entry goes in the same commit)
+NOT_YET_SPLIT = {"03-dense-retrieval": "les3", "05-reranking": "les5", "07-citations": "les78",
+                 "08-production": "les78", "09-document-types": "les9", "10-query-expansion": "les1011",
+                 "11-permissions-and-attacks": "les1011", "a2-scale": "les9"}
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids)
+def test_every_chapter_is_a_lesson_with_its_lab(path: Path, request):
+    """Issue 37: two notebooks per chapter, the lesson a student runs and the lab that holds the measurements."""
+    if path.stem in NOT_YET_SPLIT:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=NOT_YET_SPLIT[path.stem]))
+    assert path in LESSONS, f"{path.name} has no lab notebooks/labs/{path.name}"
