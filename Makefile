@@ -121,13 +121,17 @@ lint: $(STAMPS)/install
 	$(BIN)/ruff check $(LINT_PATHS)
 
 # The HTML tests check the built book, so the book is built (warnings as errors) first.
-# Then the notebooks run a second time as an older CPU would (AVX2 kernels instead of AVX-512 ones,
+# Beside them the notebooks run a second time as an older CPU would (AVX2 kernels instead of AVX-512 ones,
 # which round float32 sums differently) with a cache of their own, so every vector is embedded anew:
 # nbval must pass both times, or a stored number depends on the machine. After each chapter's last cell,
 # nbval's kernel also grades the chapter with the kit (notebooks/conftest.py): full marks, then 0 for stubs.
 # That grading runs in the first pass only (RAGCOURSE_KIT_SELFTEST=0 in the second), to keep CI short.
+# The second pass runs beside the first (notebooks against tests: the two cores are rarely both busy otherwise);
+# OpenMP threads wait without spinning, so that neither pass's two torch threads starve the other's.
 OLDER_CPU := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2 RAGCOURSE_CACHE=$(CURDIR)/data/cache-older-cpu \
 	RAGCOURSE_KIT_SELFTEST=0
+OLDER_LOG := $(VENV)/older-cpu-nbval.log
+export OMP_WAIT_POLICY := PASSIVE
 NBVAL_ARGS := -p no:cacheprovider --durations=15 --disable-socket --allow-unix-socket --allow-hosts=127.0.0.1,::1,localhost \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg notebooks
 
@@ -145,11 +149,13 @@ ifneq ($(NETNS),yes)
 	@echo ">> unshare -n is unavailable: relying on pytest-socket alone"
 endif
 	@$(if $(TORCH_INDEX_ARGS),PIP_EXTRA_INDEX_URL=$(TORCH_CPU_INDEX)) $(PY) scripts/wheelhouse.py >/dev/null
-	RAGCOURSE_REQUIRE_BOOK=1 RAGCOURSE_REQUIRE_WHEELHOUSE=1 $(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
-	@echo ">> nbval again, with an older CPU's kernels and a cold cache"
 	rm -rf data/cache-older-cpu
-	$(OLDER_CPU) $(OFFLINE) $(PY) -m pytest $(NBVAL_ARGS)
-	rm -rf data/cache-older-cpu
+	@echo ">> the tests, and beside them nbval again with an older CPU's kernels and a cold cache ($(OLDER_LOG))"
+	@$(OLDER_CPU) $(OFFLINE) $(PY) -m pytest $(NBVAL_ARGS) >$(OLDER_LOG) 2>&1 & older=$$!; first=0; second=0; \
+	RAGCOURSE_REQUIRE_BOOK=1 RAGCOURSE_REQUIRE_WHEELHOUSE=1 $(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS) || first=$$?; \
+	wait $$older || second=$$?; \
+	echo ">> nbval with an older CPU's kernels and a cold cache (exit $$second):"; cat $(OLDER_LOG); \
+	rm -rf data/cache-older-cpu; test $$first -eq 0 && test $$second -eq 0
 
 # The instructor's kit (kit/README.md, and the instructor guide in the book). The student edition is
 # written afresh each time; grading runs offline like the tests, with the same venv, one kernel per notebook.
