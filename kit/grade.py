@@ -638,8 +638,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
                         help="students graded at a time, each in its own sandbox (default: one per core)")
     defaults = Limits()
-    for name in ("cell", "notebook", "check"):
-        parser.add_argument(f"--{name}-timeout", type=float, default=getattr(defaults, name))
+    for name in ("cell", "notebook", "check", "submission"):
+        parser.add_argument(f"--{name}-timeout", type=float, default=getattr(defaults, name),
+                            help=f"seconds (default {getattr(defaults, name):.0f})" + (
+                                ": everything one notebook may cost, its run and all its checks"
+                                if name == "submission" else ""))
     args = parser.parse_args(argv)
     if not args.submissions.is_dir() or args.submissions.is_symlink():
         parser.error(f"SUBMISSIONS={args.submissions} is not a folder of <student>/NN-*.ipynb")
@@ -649,7 +652,8 @@ def main(argv: list[str] | None = None) -> int:
               "Install bubblewrap (scripts/install_bwrap.sh) and allow unprivileged user namespaces, "
               "or pass --unsafe to grade without isolation (said in every student's feedback).", file=sys.stderr)
         return 2
-    limits = replace(defaults, cell=args.cell_timeout, notebook=args.notebook_timeout, check=args.check_timeout)
+    limits = replace(defaults, cell=args.cell_timeout, notebook=args.notebook_timeout, check=args.check_timeout,
+                     submission=args.submission_timeout)
     chapters = [f"{int(c):02d}" for c in args.chapters.split(",")] if args.chapters else None
     try:
         rows = grade_dir(args.submissions, args.checks, limits, chapters, args.out, args.reference,

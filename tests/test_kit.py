@@ -216,6 +216,25 @@ def test_feedback_says_what_went_wrong_without_the_expected_value(graded):
     assert not any(str(SQUARES_12) in r["feedback"] for r in rows)
 
 
+def test_a_submission_of_many_cells_each_under_its_limit_stops_at_its_total_budget(tmp_path):
+    """Issue 44: a total time budget per submission, across all its cells and checks, not only per cell."""
+    from dataclasses import replace
+
+    limits = replace(FAST, cell=8, notebook=120, submission=20)
+    slow = submission(insert={"90.1": "import time\ntime.sleep(6)", "90.2": "import time\ntime.sleep(6)",
+                              "90.3": "import time\ntime.sleep(6)\ntime.sleep(0)"})
+    slow.cells[:0] = [nbformat.v4.new_code_cell("import time\ntime.sleep(6)") for _ in range(2)]
+    for name in ("slow", "honest"):
+        (tmp_path / name).mkdir()
+    scores, run = grade_notebook(_write(tmp_path / "slow" / "90-synthetic.ipynb", slow), FIXTURE_CHECKS / "ch90.py",
+                                 limits, FIXTURE)
+    assert all(points == 0.0 and feedback.startswith("not graded") for points, feedback in scores.values()), scores
+    assert any("20 s" in note for note in run.notes), run.notes
+    honest, _ = grade_notebook(_write(tmp_path / "honest" / "90-synthetic.ipynb", reference()),
+                               FIXTURE_CHECKS / "ch90.py", limits, FIXTURE)
+    assert [points for points, _ in honest.values()] == [2.0, 3.0, 1.0], honest
+
+
 def test_a_zero_for_an_answer_cell_still_its_stub_says_not_attempted():
     # A function stub raises only when called; a check that counts its crashes as wrong answers saw
     # "13 of 13 documents counted wrong" for chapter 1's untouched exercise 1.3.
