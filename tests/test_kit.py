@@ -12,6 +12,7 @@ import copy
 import csv
 import os
 import pwd
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -570,3 +571,40 @@ def test_selftest_passes_the_reference_and_catches_a_broken_one(nbval_kernel, tm
     nbformat.write(submission({"90.1": "answer_squares = 1"}), broken)
     problems = selftest(nbval_kernel, broken, FIXTURE_CHECKS / "ch90.py")
     assert problems and "do not score full marks" in problems[0] and "'90.1': (0" in problems[0]
+
+
+def _questions_after_answer_names(text: str, names: list[str]) -> list[str]:
+    """The questions (sentences ending in '?') after the last sentence that names an answer variable.
+
+    >>> _questions_after_answer_names("Set `x` to it. Why is it so? Then think.", ["x"])
+    ['Why is it so?']
+    >>> _questions_after_answer_names("What is it? Set `x` to it.", ["x"])
+    []
+    """
+    sentences = re.split(r"(?<=[.?!])\s+", " ".join(text.split()))
+    named = [i for i, s in enumerate(sentences) if any(f"`{n}" in s for n in names)]
+    return [s for s in sentences[(named[-1] + 1 if named else 0):] if s.rstrip("*_) ").endswith("?")]
+
+
+# chapter -> what is left (a strict xfail: the entry goes when its exercises are marked)
+UNMARKED_KNOWN = {"03-dense-retrieval": "3.2's follow-up", "05-reranking": "5.2-5.5's follow-ups",
+                  "09-document-types": "9.3's follow-up"}
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_question_an_exercise_asks_has_a_place_to_answer(path, request):
+    """Issue 45: a follow-up question no variable answers is marked as discussed in class, with a rubric."""
+    if path.stem in UNMARKED_KNOWN:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=UNMARKED_KNOWN[path.stem]))
+    nb = nbformat.read(path, as_version=4)
+    unmarked = []
+    for cell in answer_cells(nb):
+        meta = cell.metadata["exercise"]
+        names = re.findall(r"^(?:def )?([A-Za-z_]\w*)\s*(?:=|\()", meta.get("stub", ""), re.M)
+        blocks = [c.source for c in nb.cells if c.cell_type == "markdown"
+                  and re.search(rf":label: ex-{meta['id'].replace('.', '-')}\s", c.source)]
+        for block in blocks:
+            body = block.split(":label:", 1)[1]
+            if _questions_after_answer_names(body, names) and "discussed in class" not in body.lower():
+                unmarked.append(f"{meta['id']}: {_questions_after_answer_names(body, names)}")
+    assert not unmarked, f"{path.name}: questions with no place to answer: {unmarked}"
