@@ -275,3 +275,28 @@ def test_query_tokens_are_remembered_across_instances_unless_told_not_to(embedde
     monkeypatch.setattr(rerank, "QUERY_MEMORY", 1)
     first.query_tokens("another query")  # the memory is full: the oldest query makes room
     assert len(rerank._QUERY_TOKENS) == 1
+
+
+def test_a_rerun_over_cached_passages_and_queries_loads_no_model(embedder, tmp_path, monkeypatch):
+    """Issue 42: a no-change `eval --rerank` re-run cost 11x a plain one, mostly loading the model again."""
+    import json
+
+    from ragcourse import rerank
+
+    first = LateInteractionReranker(embedder, cache_dir=tmp_path, fingerprint="abcd")
+    first.index([PAELLA, TABLES])
+    before = first.score("cooking rice", [PAELLA, TABLES])
+    first.save()
+    assert len(list(tmp_path.glob("abcd-L*-queries-nopunct.npz"))) == 1
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": embedder.max_seq_length}))
+    monkeypatch.setattr(models, "embedder_spec", lambda: models.ModelSpec("test/minilm", str(folder)))
+    monkeypatch.setattr(rerank, "model_fingerprint", lambda source: "abcd")
+    monkeypatch.setattr(models, "load_embedder", lambda: pytest.fail("a cached re-run loaded the model"))
+    monkeypatch.setattr(rerank, "_QUERY_TOKENS", {})  # a new process
+    again = LateInteractionReranker(cache_dir=tmp_path)
+    np.testing.assert_array_equal(again.score("cooking rice", [PAELLA, TABLES]), before)
+    with pytest.raises(pytest.fail.Exception, match="loaded the model"):
+        again.score("a question never asked", [PAELLA])  # only what no cache holds needs the model

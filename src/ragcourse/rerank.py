@@ -279,7 +279,9 @@ class LateInteractionReranker:
     """ColBERT-style MaxSim over the embedder's L2-normalised token vectors (no training needed).
 
     `skip_punctuation` (one of `SKIP_PUNCTUATION`): whose punctuation pieces to drop. Passage tokens are
-    cached as float16, fresh and reloaded alike, so scores never depend on the cache (`index` saves it).
+    cached as float16, fresh and reloaded alike, so scores never depend on the cache (`index` saves it);
+    queries' tokens are saved as they are (float32) beside them. The model loads only to encode what no
+    cache holds, so a re-run over unchanged chunks and questions loads none.
     """
 
     def __init__(self, embedder_model=None, use: str = "text", cache_dir: Path | None = TOKENS_DIR,
@@ -287,51 +289,81 @@ class LateInteractionReranker:
                  skip_punctuation: str = "both", remember_queries: bool = True) -> None:
         if skip_punctuation not in SKIP_PUNCTUATION:
             raise ValueError(f"skip_punctuation={skip_punctuation!r}: expected one of {list(SKIP_PUNCTUATION)}")
+        self._model, self._spec, self._skip = embedder_model, None, None
         if embedder_model is None:
-            spec = models.embedder_spec()
-            embedder_model, fingerprint = models.load_embedder(), model_fingerprint(spec.source)
-            model_name = spec.name
+            self._spec = models.embedder_spec()
+            fingerprint, model_name = model_fingerprint(self._spec.source), self._spec.name
         else:
             model_name = type(embedder_model).__name__
-        self.model, self.use, self.batch_size = embedder_model, _check_use(use), batch_size
-        skip = punctuation_ids(embedder_model.tokenizer)
-        self.query_skip = skip if skip_punctuation in ("both", "query") else frozenset()
-        self.passage_skip = skip if skip_punctuation in ("both", "passage") else frozenset()
+        self.use, self.batch_size, self.skip_punctuation = _check_use(use), batch_size, skip_punctuation
         punctuation = "" if skip_punctuation == "both" else f", punctuation skipped: {skip_punctuation}"
         self.name = f"late interaction ({model_name.rsplit('/', 1)[-1]}, {use}{punctuation})"
         self.fingerprint = fingerprint
         self.cache_dir = None if fingerprint is None or cache_dir is None else Path(cache_dir)
         self.tokens: dict[str, np.ndarray] = {}
+        self.queries: dict[str, np.ndarray] = {}
         self.remember_queries = remember_queries
         self.last_stats: dict = {}
         self._loaded = False
 
-    def _cache_file(self) -> Path | None:
+    @property
+    def model(self):
+        """The embedder, loaded on first use."""
+        if self._model is None:
+            self._model = models.load_embedder()
+        return self._model
+
+    @property
+    def query_skip(self) -> frozenset[int]:
+        return self._skips()[0]
+
+    @property
+    def passage_skip(self) -> frozenset[int]:
+        return self._skips()[1]
+
+    def _skips(self) -> tuple[frozenset[int], frozenset[int]]:
+        if self._skip is None:
+            skip = punctuation_ids(self.model.tokenizer)
+            self._skip = (skip if self.skip_punctuation in ("both", "query") else frozenset(),
+                          skip if self.skip_punctuation in ("both", "passage") else frozenset())
+        return self._skip
+
+    def _cache_file(self, kind: str = "") -> Path | None:
         if self.cache_dir is None:
             return None
-        suffix = "-nopunct" if self.passage_skip else ""
-        return self.cache_dir / f"{self.fingerprint}-L{self.model.max_seq_length}{suffix}.npz"
+        length = self._spec_length() if self._model is None else self.model.max_seq_length
+        suffix = {"both": "-nopunct", "passage": "-nopunct", "query": "", "none": ""}[self.skip_punctuation]
+        if kind:  # the queries' file: their own skip list
+            suffix = f"-{kind}" + ("-nopunct" if self.skip_punctuation in ("both", "query") else "")
+        return self.cache_dir / f"{self.fingerprint}-L{length}{suffix}.npz"
+
+    def _spec_length(self) -> int:
+        """The model's max_seq_length from its folder (sentence-transformers' config), else from the model."""
+        import json
+
+        config = Path(self._spec.source) / "sentence_bert_config.json"
+        try:
+            return int(json.loads(config.read_text(encoding="utf-8"))["max_seq_length"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return self.model.max_seq_length
 
     def _load(self) -> None:
-        """Read the disk cache once, on first use."""
-        path, self._loaded = self._cache_file(), True
-        if path is None or not path.is_file():
-            return
-        with np.load(path) as data:
-            pieces = np.split(data["tokens"], np.cumsum(data["lengths"])[:-1])
-            self.tokens.update(zip(data["keys"].tolist(), pieces, strict=True))
+        """Read the disk caches once, on first use."""
+        self._loaded = True
+        for store, path in ((self.tokens, self._cache_file()), (self.queries, self._cache_file("queries"))):
+            if path is not None and path.is_file():
+                with np.load(path) as data:
+                    pieces = np.split(data["tokens"], np.cumsum(data["lengths"])[:-1])
+                    store.update(zip(data["keys"].tolist(), pieces, strict=True))
 
     def save(self) -> Path | None:
-        """Write every cached passage matrix to disk (npz: keys, lengths, stacked fp16 tokens)."""
+        """Write every cached passage matrix (stacked fp16) and query matrix (fp32) to disk; the passages' file."""
         path = self._cache_file()
         if path is None or not self.tokens:
             return None
-        path.parent.mkdir(parents=True, exist_ok=True)
-        keys = sorted(self.tokens)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=np.array(keys), lengths=np.array([len(self.tokens[k]) for k in keys]),
-                 tokens=np.concatenate([self.tokens[k] for k in keys]))
-        os.replace(tmp, path)
+        _save_matrices(path, self.tokens)
+        if self.queries:
+            _save_matrices(self._cache_file("queries"), self.queries)
         return path
 
     def passage_tokens(self, passages: list[str]) -> list[np.ndarray]:
@@ -356,17 +388,22 @@ class LateInteractionReranker:
         return self.save() if self.last_stats["encoded"] else self._cache_file()
 
     def query_tokens(self, query: str) -> np.ndarray:
-        """The query's token vectors (float32), remembered in memory for this process unless told not to.
-
-        A chapter reranks the same queries many times (depths, variants); the vectors would be the same.
+        """The query's token vectors (float32), remembered in memory for this process and in the disk cache
+        (`save`) unless told not to. A chapter reranks the same queries many times; the vectors are the same.
         """
         if not self.remember_queries:
             return token_vectors(self.model, [query], skip=self.query_skip)[0]
-        key = (self.fingerprint or id(self.model), self.query_skip, query)
+        if not self._loaded:
+            self._load()
+        key = (self.fingerprint or id(self.model), self.skip_punctuation in ("both", "query"), query)
         if key not in _QUERY_TOKENS:
             while len(_QUERY_TOKENS) >= max(QUERY_MEMORY, 1):
                 _QUERY_TOKENS.pop(next(iter(_QUERY_TOKENS)))  # the oldest first
-            _QUERY_TOKENS[key] = token_vectors(self.model, [query], skip=self.query_skip)[0]
+            stored = self.queries.get(text_key(query))
+            _QUERY_TOKENS[key] = stored if stored is not None else token_vectors(
+                self.model, [query], skip=self.query_skip)[0]
+        if self.cache_dir is not None:
+            self.queries[text_key(query)] = _QUERY_TOKENS[key]
         return _QUERY_TOKENS[key]
 
     def score(self, query: str, passages: list[str]) -> np.ndarray:
@@ -377,6 +414,16 @@ class LateInteractionReranker:
         if len(q) == 0:
             raise ValueError(f"query={query!r} has no tokens: expected some text")
         return maxsim_many(q, self.passage_tokens(passages))
+
+
+def _save_matrices(path: Path, matrices: dict[str, np.ndarray]) -> None:
+    """One npz of many matrices (keys, row counts, rows stacked), replaced whole so a reader never sees half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    keys = sorted(matrices)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, keys=np.array(keys), lengths=np.array([len(matrices[k]) for k in keys]),
+             tokens=np.concatenate([matrices[k] for k in keys]))
+    os.replace(tmp, path)
 
 
 #: How many queries' token vectors `LateInteractionReranker.query_tokens` keeps (shared by its instances).

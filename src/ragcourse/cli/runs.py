@@ -245,6 +245,8 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
             runs += _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed)
             if out_of_domain:
                 rows += _sweep_rows(retriever, method, qs, vectors, out_of_domain, ood_vectors)
+    if hasattr(reranker, "save"):  # late interaction: passages' and queries' token vectors, for the next run
+        reranker.save()
     files = [file_run(name, items, corpus, chunks, qs, settings.ks) for name, items in settings.run_files]
     runs += [run for run, _ in files]
     add_sources(runs, corpus.root)
