@@ -8,8 +8,9 @@
   (`benchmarks/generate_questions.py`); the file must match the sha256 of the stored run.
 
 Each line of ``data/question_sets/<procedure>.jsonl``: `id`, `procedure`, `doc`, `question`, `source` (the
-heading or chunk that led to the question), `answerable`, and `needle` when answerable; needles are checked
-as the ground truth's are (`groundtruth.check_needle`). Leaves out: tickets (only needle-first has them).
+heading or chunk that led to the question), `answerable`, and `needle` when answerable or `note` (why not)
+when not; needles are checked as the ground truth's are (`groundtruth.check_needle`). Leaves out: tickets
+(only needle-first has them).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class SetQuestion:
     needle: str | None
     question: str
     source: str
+    note: str | None = None
 
     @property
     def answerable(self) -> bool:
@@ -95,12 +97,13 @@ def _record_question(record: dict, path: Path, number: int, procedure: str) -> S
     if record["procedure"] != procedure:
         raise GroundTruthError(f"{where}procedure {record['procedure']!r}, expected {procedure!r} in this file")
     needle = record.get("needle", "").strip() or None
-    if record["answerable"] != (needle is not None):
+    note = record.get("note", "").strip() or None
+    if record["answerable"] != (needle is not None) or record["answerable"] == (note is not None):
         state = "answerable" if record["answerable"] else "not answerable"
-        raise GroundTruthError(f"{where}{record['id']}: marked {state} but "
-                               + ("has no needle" if needle is None else "has a needle"))
-    return SetQuestion(record["id"], procedure, record["doc"], record.get("needle") if needle else None,
-                       record["question"], record["source"])
+        rule = "a needle and no note" if record["answerable"] else "a note (why) and no needle"
+        raise GroundTruthError(f"{where}{record['id']}: marked {state}, so it needs {rule}")
+    return SetQuestion(record["id"], procedure, record["doc"], record["needle"] if needle else None,
+                       record["question"], record["source"], note)
 
 
 def _check(question: SetQuestion, corpus: list[Document], where: str, texts: dict[str, str]) -> None:
@@ -116,7 +119,7 @@ def _check(question: SetQuestion, corpus: list[Document], where: str, texts: dic
 def read_set(path: Path | str, procedure: str, corpus: list[Document]) -> list[SetQuestion]:
     """The validated questions of one set file, in file order; GroundTruthError names file, line and problem."""
     path = Path(path)
-    records = read_records(path, SET_FIELDS, optional=("needle",), flags=("answerable",))
+    records = read_records(path, SET_FIELDS, optional=("needle", "note"), flags=("answerable",))
     texts = {d.id: collapse(d.text) for d in corpus}
     out = []
     for number, record in records:
@@ -163,7 +166,7 @@ def summarize(questions: list[SetQuestion]) -> SetSummary:
 
     >>> summarize([SetQuestion("t1", "topic-first", "a", "Add a caption.", "How to add a caption?", "h"),
     ...            SetQuestion("t2", "topic-first", "b", None, "Why?", "h")])
-    SetSummary(procedure='topic-first', questions=2, answerable=1, documents=2, overlap=0.5)
+    SetSummary(procedure='topic-first', questions=2, answerable=1, documents=2, overlap=0.6)
     """
     answered = [q for q in questions if q.needle is not None]
     mean = sum(word_overlap(q.question, q.needle) for q in answered) / len(answered) if answered else 0.0
