@@ -1,6 +1,7 @@
 """Question sets by procedure (chapter 12): hostile lines rejected by file and line, the committed sets valid."""
 
 import json
+import shutil
 
 import pytest
 from hypothesis import given
@@ -8,7 +9,11 @@ from hypothesis import strategies as st
 
 from ragcourse.corpus import Document, collapse
 from ragcourse.groundtruth import GroundTruthError
+from ragcourse.paths import RESULTS_DIR
 from ragcourse.question_sets import (
+    GENERATED_SHA256,
+    PROCEDURES,
+    QUESTION_SETS_DIR,
     extract_question,
     file_sha256,
     load_set,
@@ -109,14 +114,36 @@ def _needles_unique(questions, corpus):
 
 
 def test_the_committed_sets(corpus):
-    sets = {p: load_set(p, corpus=corpus) for p in ("needle-first", "topic-first")}
+    sets = {p: load_set(p, corpus=corpus) for p in PROCEDURES}
     for procedure, questions in sets.items():
         assert {q.procedure for q in questions} == {procedure}
-        assert sum(q.answerable for q in questions) >= 60, procedure
         assert len({q.id for q in questions}) == len(questions)
         assert _needles_unique(questions, corpus), procedure
-        assert summarize(questions).documents == 13, procedure
+    for procedure in ("needle-first", "topic-first"):
+        assert sum(q.answerable for q in sets[procedure]) >= 60, procedure
+        assert summarize(sets[procedure]).documents == 13, procedure
     assert summarize(sets["needle-first"]).overlap == 0.343  # chapter 1's lab: "ours (210)", doc phrasing
     topic = sets["topic-first"]
     assert all(q.source for q in topic), "every topic-first question names its heading"
     assert len(topic) == 84 and sum(not q.answerable for q in topic) == 17
+
+
+def test_the_generated_set_is_the_stored_run_unedited(tmp_path, corpus):
+    import importlib.util
+
+    stored = json.loads((RESULTS_DIR / "generated_questions.json").read_text(encoding="utf-8"))
+    path = QUESTION_SETS_DIR / "generated.jsonl"
+    assert file_sha256(path) == GENERATED_SHA256 == stored["set_file_sha256"]
+    for row in stored["rows"]:  # the verdicts follow from the raw replies by the stated rule
+        assert extract_question(row["reply"], row["needle"]) == (row["question"], row["verdict"])
+    # SmolLM2-135M wrote a question in 20 of its 90 replies (the rest: no question mark), short of the 60 wanted
+    assert len(stored["rows"]) == 90 and stored["verdicts"] == {"ok": 20, "no question mark": 70}
+    spec = importlib.util.spec_from_file_location("generate_questions", "benchmarks/generate_questions.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.set_lines(stored["rows"]) == path.read_text(encoding="utf-8")
+    edited = tmp_path / "generated.jsonl"
+    shutil.copy(path, edited)
+    edited.write_text(path.read_text(encoding="utf-8").replace("?", "??", 1), encoding="utf-8")
+    with pytest.raises(GroundTruthError, match="the file was edited"):
+        load_set("generated", edited, corpus=corpus)

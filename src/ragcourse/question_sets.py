@@ -28,7 +28,7 @@ PROCEDURES = ("needle-first", "topic-first", "generated")
 QUESTION_SETS_DIR = DATA_DIR / "question_sets"
 #: sha256 of ``generated.jsonl`` as `benchmarks/generate_questions.py` wrote it (benchmarks/results/
 #: generated_questions.json keeps the raw replies); a hand edit changes it and the loader refuses the file.
-GENERATED_SHA256 = ""
+GENERATED_SHA256 = "fbcfcdf6f5009b2ff7ba4bfef9e6e743cd3ef185568cdb70a4aa35f53d0233a0"
 SET_FIELDS = ("id", "procedure", "doc", "question", "source")
 
 
