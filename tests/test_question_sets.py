@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from collections import Counter
 
 import pytest
 from hypothesis import given
@@ -16,6 +17,7 @@ from ragcourse.question_sets import (
     QUESTION_SETS_DIR,
     extract_question,
     file_sha256,
+    load_grades,
     load_set,
     summarize,
     word_overlap,
@@ -147,3 +149,21 @@ def test_the_generated_set_is_the_stored_run_unedited(tmp_path, corpus):
     edited.write_text(path.read_text(encoding="utf-8").replace("?", "??", 1), encoding="utf-8")
     with pytest.raises(GroundTruthError, match="the file was edited"):
         load_set("generated", edited, corpus=corpus)
+
+
+def test_grades_are_checked_against_the_set(tmp_path):
+    questions = load_set("topic-first", write(tmp_path, GOOD, OPEN), corpus=TOY)
+    grades = tmp_path / "grades.jsonl"
+    grades.write_text('{"id": "t1", "grade": "2"}\n{"id": "t2", "grade": "0"}\n', encoding="utf-8")
+    assert load_grades(questions, grades) == {"t1": 2, "t2": 0}
+    for text, message in [('{"id": "t1", "grade": "3"}\n', r"grades.jsonl:1: grade '3' is not one of"),
+                          ('{"id": "t9", "grade": "1"}\n', r"grades.jsonl:1: 't9' is not a question of the set"),
+                          ('{"id": "t1", "grade": "1"}\n', r"grades.jsonl: no grade for \['t2'\]")]:
+        grades.write_text(text, encoding="utf-8")
+        with pytest.raises(GroundTruthError, match=message):
+            load_grades(questions, grades)
+
+
+def test_the_hand_grades_of_the_generated_set(corpus):
+    grades = load_grades(load_set("generated", corpus=corpus))
+    assert sorted(Counter(grades.values()).items()) == [(0, 10), (1, 8), (2, 2)]  # as data/README.md says

@@ -30,6 +30,10 @@ QUESTION_SETS_DIR = DATA_DIR / "question_sets"
 #: generated_questions.json keeps the raw replies); a hand edit changes it and the loader refuses the file.
 GENERATED_SHA256 = "fbcfcdf6f5009b2ff7ba4bfef9e6e743cd3ef185568cdb70a4aa35f53d0233a0"
 SET_FIELDS = ("id", "procedure", "doc", "question", "source")
+#: One reading of the generated questions by hand, question and needle only, on chapter 12's scale: "2" the
+#: needle answers the question, "1" in part or only on its topic, "0" not.
+GRADES_FILE = QUESTION_SETS_DIR / "generated_grades.jsonl"
+GRADES = ("0", "1", "2")
 
 
 @dataclass(frozen=True)
@@ -172,3 +176,20 @@ def summarize(questions: list[SetQuestion]) -> SetSummary:
     mean = sum(word_overlap(q.question, q.needle) for q in answered) / len(answered) if answered else 0.0
     return SetSummary(questions[0].procedure if questions else "", len(questions), len(answered),
                       len({q.doc for q in questions}), round(mean, 3))
+
+
+def load_grades(questions: list[SetQuestion], path: Path | str = GRADES_FILE) -> dict[str, int]:
+    """Question id -> grade (0, 1 or 2) of `path`, one line per question of `questions`, none missing or extra;
+    GroundTruthError naming file and line otherwise."""
+    path = Path(path)
+    records = read_records(path, ("id", "grade"))
+    known = {q.id for q in questions}
+    for number, record in records:
+        if record["id"] not in known:
+            raise GroundTruthError(f"{path}:{number}: {record['id']!r} is not a question of the set")
+        if record["grade"] not in GRADES:
+            raise GroundTruthError(f"{path}:{number}: grade {record['grade']!r} is not one of {list(GRADES)}")
+    missing = sorted(known - {r["id"] for _, r in records})
+    if missing:
+        raise GroundTruthError(f"{path}: no grade for {missing}")
+    return {r["id"]: int(r["grade"]) for _, r in records}
