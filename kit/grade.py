@@ -114,7 +114,7 @@ class Chapter:
         self.nb = nbformat.read(self.reference, as_version=4)
         self.names = answer_names(self.nb)
         self.stubs = exercise_stubs(self.nb)
-        self.kernel = None
+        self.kernel, self.guard = None, None
         self.folder = Path(tempfile.mkdtemp(prefix="ragcourse-checker-", dir=walls.run_folder()))
         self.exchange = Path(tempfile.mkdtemp(prefix="ragcourse-exchange-", dir=walls.run_folder()))
 
@@ -124,6 +124,7 @@ class Chapter:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(sandbox.package_root()), str(ROOT)])}
         self.kernel = Kernel(self.nb, self.reference.parent, replace(self.limits, cell=3600), env)
         self.kernel.__enter__()
+        self.guard = walls.Guard(self.kernel.km.provisioner.pid, self.limits.checker_memory)
         run, state = Run(), str(cache.folder() / f"{cache.key(self.checks_path, self.reference)}.pkl")
         checks, rest = repr(str(self.checks_path)), f"{self.names!r}, {str(self.exchange)!r}"
         loaded = nbformat.v4.new_code_cell(f"{CHECKER_IMPORT}_kit_checker = _KitChecker.from_state({checks}, "
@@ -147,6 +148,9 @@ class Chapter:
         if self.kernel is not None:
             self.kernel.__exit__(None, None, None)
             self.kernel = None
+        if self.guard is not None:
+            self.guard.stop()
+            self.guard = None
         shutil.rmtree(self.folder, ignore_errors=True)
         shutil.rmtree(self.exchange, ignore_errors=True)
 
@@ -176,6 +180,9 @@ class Chapter:
             elif outcome == "timeout":
                 scores[exercise] = (0.0, f"the check ran past its {seconds:.0f} s limit")
             if not run.alive:  # the checker kernel died: start afresh for the next student
+                if self.guard is not None and self.guard.over:  # read before _restart drops the guard
+                    run.notes.append(f"the checks passed their memory limit ({self.limits.checker_memory >> 20} MB) "
+                                     "on this notebook's answers and were stopped")
                 self._restart(run)
                 break
         if self.kernel is not None:

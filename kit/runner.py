@@ -24,13 +24,15 @@ MAX_NOTE = 300
 
 @dataclass(frozen=True)
 class Limits:
-    """Seconds: per cell, per notebook (all its cells), per hidden check, and to recover from an interrupt."""
+    """Seconds: per cell, per notebook (all its cells), per hidden check, to recover from an interrupt, and per
+    submission; and the checker kernel's memory in bytes."""
 
     cell: float = 600
     notebook: float = 1800
     check: float = 300
     grace: float = 15
     submission: float = 2700  # everything one notebook may cost: its run and all its checks
+    checker_memory: int = 6 << 30  # bytes the trusted checker kernel may hold (kit/walls.py's Guard)
 
 
 @dataclass

@@ -222,6 +222,39 @@ class Watch:
         return self.over
 
 
+class Guard:
+    """A process (the checker kernel) killed when its own resident memory passes `limit` bytes, read from /proc
+    every `every` seconds by a thread of the grader; `stop` ends the watch. Its children are not counted: each
+    sandbox it starts has limits of its own."""
+
+    def __init__(self, pid: int, limit: int, every: float = 0.05):
+        import threading
+
+        self.pid, self.limit, self.every, self.over = pid, limit, every, False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name=f"memory guard {pid}", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        while not self._done.wait(self.every):
+            try:
+                resident = int(Path(f"/proc/{self.pid}/statm").read_text().split()[1]) * page
+            except (OSError, IndexError, ValueError):
+                return  # the process has ended
+            if resident > self.limit:
+                self.over = True
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=1)
+
+
 def describe(memory: int, processes: int) -> str:
     """One line for the log: how memory and processes are bounded per sandbox on this machine."""
     if cgroups_usable():
