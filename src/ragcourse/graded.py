@@ -151,3 +151,19 @@ def judged_at(ranking: Sequence[str], grades: Mapping[str, int], k: int) -> floa
     check_k(k, "k")
     top = ranking[:k]
     return sum(1 for doc in top if doc in grades) / len(top) if top else 0.0
+
+
+def measures(ranking: Sequence[str], grades: Mapping[str, int], ks: Sequence[int]) -> dict[str, float]:
+    """One query's row of graded measures, as `ragcourse eval` keeps it: nDCG@k, AP, bpref, their condensed forms
+    (`condensed_ndcg@k`, `condensed_ap`) and judged@k; a ranking's repeated passage counts once, where first seen.
+
+    >>> {name: round(value, 3) for name, value in measures(["z", "a", "b", "c"], {"a": 2, "b": 0, "c": 1}, [2]).items()}
+    {'graded_ndcg@2': 0.48, 'ap': 0.5, 'bpref': 0.5, 'condensed_ndcg@2': 0.76, 'condensed_ap': 0.833, 'judged@2': 0.5}
+    """
+    ranking = list(dict.fromkeys(ranking))
+    judged_only = condensed(ranking, grades)
+    row = {f"graded_ndcg@{k}": ndcg_at(ranking, grades, k) for k in ks}
+    row |= {"ap": average_precision(ranking, grades), "bpref": bpref(ranking, grades)}
+    row |= {f"condensed_ndcg@{k}": ndcg_at(judged_only, grades, k) for k in ks}
+    row["condensed_ap"] = average_precision(judged_only, grades)
+    return row | {f"judged@{k}": judged_at(ranking, grades, k) for k in ks}

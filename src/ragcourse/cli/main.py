@@ -372,6 +372,26 @@ def _run_files(paths: list[str]) -> tuple[list[tuple[str, dict]], tuple]:
     return parsed, tuple(bad)
 
 
+def _judgements(path: str | None, corpus, questions) -> tuple[dict | None, tuple]:
+    """--judgements FILE read (`records.parse_judgements`) and checked against the questions measured and the
+    documents read (`runs.judged`): query id -> {passage id: grade}, and every line left out with why."""
+    if path is None:
+        return None, ()
+    from ..records import RecordsError, parse_judgements
+    from .folder import folder_queries
+    from .runs import judged
+
+    try:
+        items, rejected = parse_judgements(path)
+    except RecordsError as err:
+        raise ValueError(str(err)) from None
+    grades, unknown = judged(path, items, folder_queries(questions), {d.id: d.text for d in corpus.documents})
+    if not grades:
+        raise ValueError(f"--judgements {path}: no line judges a passage of a question measured"
+                         + (f"; first left out: {(rejected + unknown)[0]}" if rejected or unknown else ""))
+    return grades, tuple(sorted(rejected + unknown, key=lambda r: int(r.where.rsplit(":", 1)[1])))
+
+
 def _refuse_empty(corpus, docs_dir: str) -> None:
     """ValueError naming the folder and its first failures when not one document in it could be read."""
     if not corpus.documents:
@@ -393,6 +413,8 @@ def _eval(args: argparse.Namespace) -> int:
     _tell_left_out(left_out)
     checked = CheckedQuestions(checked.questions, checked.rejected + left_out)
     run_files, bad_lines = _run_files(args.run_files or [])
+    grades, unjudged = _judgements(args.judgements, corpus, checked.questions)
+    bad_lines += unjudged
     _tell_left_out(bad_lines)
     labels = [label_of(s, m, r) for s in args.strategies for m in args.methods for r in (False, True)[:1 + args.rerank]]
     labels += [label_of("run", Path(name).stem, False) for name, _ in run_files]
@@ -401,7 +423,7 @@ def _eval(args: argparse.Namespace) -> int:
     cache = _cache(args, args.docs_dir)
     out = report.prepare_out(args.out, args.docs_dir)  # refused before any work, if it could lose a file
     settings = Settings(tuple(args.strategies), tuple(args.methods), args.rerank, tuple(args.k), args.baseline,
-                        _reranker_factory(cache), tuple(run_files))
+                        _reranker_factory(cache), tuple(run_files), grades)
     progress = _Progress()
     results, runs = measure(corpus, checked.questions, ood, settings, dense.load_embedder(cache / "embeddings"),
                             progress=progress, bar=progress.on)  # a bar on a terminal only
@@ -411,7 +433,7 @@ def _eval(args: argparse.Namespace) -> int:
     checked = CheckedQuestions(checked.questions, checked.rejected + bad_lines + tuple(
         Rejected(r["where"], r["reason"]) for r in unresolved))
     results = {"corpus": results.pop("corpus"), "questions": report.questions_entry(checked), **results}
-    written = report.write(results, runs, out)
+    written = report.write(results, runs, out, grades)
     _print_outcome(results, corpus, checked.questions, written, cache)
     return 1 if checked.rejected else 0
 
@@ -536,6 +558,12 @@ def _eval_options(v) -> None:
                    help="another system's TREC run (qid Q0 docno rank score tag; qids as in the qrels eval writes, "
                         "docnos chunk ids of the first strategy, or DOC#char=START,END passages of a document's "
                         "text), scored on the same needles and tested against every run as run/NAME; repeatable")
+    v.add_argument("--judgements", default=None, metavar="JUDGEMENTS",
+                   help="graded judgements (0 = not relevant, 1 = partly, 2 = answers it), TREC qrels (qid 0 docno "
+                        "grade) or JSON Lines (qid, docno, grade: what `ragcourse pool` writes, filled in); qid a "
+                        "question id (each phrasing) or a query id (q1/doc), docno a chunk id (DOC#START-END) or "
+                        "DOC#char=START,END; adds nDCG@k, MAP and bpref, graded, to every run, with intervals and "
+                        "paired tests; a bad line is left out and named")
     v.add_argument("--baseline", default=None, metavar="RUN",
                    help="the run the paired tests compare against, e.g. E/bm25 or E/hybrid+rerank (default: "
                         "the first run); each reranked run is also tested against its own first stage")
