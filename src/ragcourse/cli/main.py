@@ -326,15 +326,15 @@ def _readable_folder(corpus, args: argparse.Namespace):
 SHOWN_LEFT_OUT = 20
 
 
-def _tell_left_out(rejected) -> None:
+def _tell_left_out(rejected, command: str = "eval") -> None:
     """Each left-out line on stderr, the first SHOWN_LEFT_OUT of them; the rest counted."""
     from ..documents import printable
 
     for item in rejected[:SHOWN_LEFT_OUT]:
-        print(f"ragcourse eval: left out {printable(str(item))}", file=sys.stderr)
+        print(f"ragcourse {command}: left out {printable(str(item))}", file=sys.stderr)
     if len(rejected) > SHOWN_LEFT_OUT:
-        print(f"ragcourse eval: ... and {len(rejected) - SHOWN_LEFT_OUT} more line(s) left out, each listed in "
-              "report.html and results.json", file=sys.stderr)
+        print(f"ragcourse {command}: ... and {len(rejected) - SHOWN_LEFT_OUT} more line(s) left out"
+              + (", each listed in report.html and results.json" if command == "eval" else ""), file=sys.stderr)
 
 
 def _checked_questions(args: argparse.Namespace, corpus):
@@ -486,6 +486,37 @@ def _print_outcome(results: dict, corpus, questions, written: list[Path], cache:
           f"a CSV and a TREC run per run); embeddings cached in {report.printable(str(cache))}")
 
 
+def _pool(args: argparse.Namespace) -> int:
+    """`ragcourse pool`: the union of each system's top k per question, as a file a judge fills in (`cli.pool`)."""
+    from .. import dense
+    from .folder import folder_queries, read_folder
+    from .pool import pool_questions, pool_records, pool_text, system_rankings, write_new
+
+    out = Path(args.out)
+    if out.is_dir() or ((out.exists() or out.is_symlink()) and not args.force):
+        write_new(out, "", args.force)  # refused before any work, with write_new's own message
+    corpus = read_folder(Path(args.docs_dir), max_bytes=args.max_bytes, globs=args.exclude)
+    _refuse_empty(corpus, args.docs_dir)
+    questions, rejected = pool_questions(args.questions)
+    _tell_left_out(rejected, "pool")
+    if not questions:
+        raise ValueError(f"no question of {args.questions} can be pooled: {len(rejected)} line(s) left out")
+    lexical = set(args.methods) == {"bm25"}
+    embedder = None if lexical else dense.load_embedder(_cache(args, args.docs_dir) / "embeddings")
+    reranker = _reranker_factory(_cache(args, args.docs_dir))() if args.rerank else None
+    systems = system_rankings(corpus.documents, folder_queries(questions), args.strategies, args.methods,
+                              embedder, reranker)
+    records = pool_records(questions, systems, args.k)
+    names = [f"{s}/{m}" + r for s in args.strategies for m in args.methods for r in ("", "+rerank")[:1 + args.rerank]]
+    write_new(out, pool_text(records, f"ragcourse pool: {len(records)} passages for {len(questions)} questions, "
+                             f"the union of the top {args.k} of {', '.join(names)}, in document order (not by "
+                             "system or rank). Set each grade: 0 = not relevant, 1 = partly, 2 = answers it; then "
+                             "ragcourse eval DOCS_DIR --questions Q --judgements THIS_FILE"), args.force)
+    print(f"wrote {len(records)} passages for {len(questions)} questions to {args.out} (grade null: judge each)",
+          file=sys.stderr)
+    return 1 if rejected else 0
+
+
 def _needles(args: argparse.Namespace) -> int:
     from .folder import needles_template, read_folder
 
@@ -542,6 +573,41 @@ def _folder_commands(sub) -> None:
     n.add_argument("docs_dir", metavar="DOCS_DIR")
     n.add_argument("--n", type=_count("n"), default=50, help="how many candidates (default 50)")
     n.set_defaults(run=_needles)
+
+
+def _pool_command(sub) -> None:
+    """`ragcourse pool`: a judged pool, apart from `eval` because its output is one file a person edits by hand
+    (never replaced without --force), and it measures nothing (its questions need no needle)."""
+    from ..chunking import STRATEGIES
+    from ..documents import MAX_BYTES
+    from ..pipeline import METHODS
+    from .pool import POOL_K
+
+    p = sub.add_parser("pool", help="write each question's pooled passages (the union of several methods' top k) as "
+                                    "a JSON Lines file for a judge to grade; eval --judgements reads it back",
+                       description="Rank your questions with each strategy x method (x rerank) over DOCS_DIR and "
+                                   "write, per question, every passage in some method's top K, once, in "
+                                   "document order (never by method or rank), with grade null: set each to 0 (not "
+                                   "relevant), 1 (partly) or 2 (answers it), then give the file to "
+                                   "`ragcourse eval --judgements`. QUESTIONS.jsonl: id and question, optional "
+                                   "ticket, needle and doc. Exit status 0, 1 when some lines were left out, 2 on "
+                                   "bad input (an existing OUT without --force: nothing is overwritten).")
+    p.add_argument("docs_dir", metavar="DOCS_DIR", help="the folder of documents (read recursively)")
+    p.add_argument("--questions", required=True, metavar="QUESTIONS.jsonl", help="your questions")
+    p.add_argument("--out", required=True, metavar="POOL.jsonl", help="the pool file to write (a new file)")
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists (its grades are lost)")
+    p.add_argument("-k", type=_count("k"), default=POOL_K, help=f"how many of each method's top to pool "
+                                                                 f"(default {POOL_K})")
+    p.add_argument("--strategies", type=_choice_list("strategies", STRATEGIES), default=["E"],
+                   help=f"comma-separated chunking strategies from {','.join(STRATEGIES)} (default E)")
+    p.add_argument("--methods", type=_choice_list("methods", METHODS), default=list(METHODS),
+                   help=f"comma-separated retrieval methods from {','.join(METHODS)} (default all)")
+    p.add_argument("--rerank", action="store_true", help="also pool each method reranked (chapter 5)")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="a path never read; repeatable")
+    p.add_argument("--max-bytes", type=_count("max-bytes"), default=MAX_BYTES, metavar="N",
+                   help=f"a file larger than N bytes is not read (default {MAX_BYTES:,})")
+    p.add_argument("--cache-dir", default=None, metavar="DIR", help="where embeddings are cached (as for eval)")
+    p.set_defaults(run=_pool)
 
 
 def _eval_options(v) -> None:
@@ -620,6 +686,7 @@ def parser() -> argparse.ArgumentParser:
         q.set_defaults(run=run)
     _own_arguments(c, e, i)
     _folder_commands(sub)
+    _pool_command(sub)
     return p
 
 
