@@ -10,6 +10,8 @@
     ragcourse query ./my-index "question" --method hybrid --rerank --gate --user ana --permissions perms.json
     ragcourse eval ./my-docs --questions my-questions.jsonl --out ./report   # the book's measurements, your folder
     ragcourse needles ./my-docs --n 50               # candidate needle sentences to write questions against
+    ragcourse pool ./my-docs --questions q.jsonl --out pool.jsonl   # each method's top 10 per question, to grade
+    ragcourse eval ./my-docs --questions q.jsonl --judgements pool.jsonl --out ./report   # + graded nDCG, MAP
 
 Each subcommand is a thin shell over the package's functions; nothing here is taught in the book.
 """
@@ -544,7 +546,8 @@ def _folder_commands(sub) -> None:
               "headings and titles (`ragcourse needles` writes a template). OOD.jsonl: id, query and optional "
               "kind. The embedding cache: --cache-dir, else $RAGCOURSE_CACHE, else your user cache folder "
               "(never the documents folder or a checkout). OUTDIR gets results.json, report.html, and per run "
-              "queries-RUN.csv and run-RUN.trec (with qrels-STRATEGY.trec, for ranx or trec_eval). "
+              "queries-RUN.csv and run-RUN.trec (with qrels-STRATEGY.trec, for ranx or trec_eval, and "
+              "qrels-graded.trec with --judgements). "
               "A bad line of QUESTIONS.jsonl (named with its line number) is left out and the rest measured; "
               "blank lines and # comment lines are skipped. Exit status 0 when every question was measured, 1 "
               "when some lines were left out, 2 on bad input that stops the run, 130 on Ctrl-C.")
