@@ -148,3 +148,22 @@ def test_a_blank_grade_is_not_judged_yet_and_a_useless_file_stops_the_run(tmp_pa
     assert "no line judges a passage" in err and f"{blank}:1: grade is blank: not judged yet" in err
     assert main([*argv, "--judgements", str(tmp_path)]) == 2  # a folder, not a file
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_a_judgement_of_a_document_the_user_may_not_read_is_told_as_one_that_is_not_there(
+        tmp_path, stand_in, capsys):  # noqa: F811
+    from test_eval_permissions import GOOD, PERMISSIONS, write_docs
+
+    docs = write_docs(tmp_path / "docs")
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps(q) + "\n" for q in GOOD), encoding="utf-8")
+    (tmp_path / "perm.json").write_text(json.dumps(PERMISSIONS), encoding="utf-8")
+    lines = ["desk 0 public/guide.md#char=0,20 2", "park 0 hr/salaries.md#char=0,20 2",
+             "park 0 hr/nothing.md#char=0,20 2"]
+    (tmp_path / "j.qrels").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["eval", str(docs), "--questions", str(tmp_path / "q.jsonl"), "--methods", "bm25", "--user", "bob",
+                 "--permissions", str(tmp_path / "perm.json"), "--judgements", str(tmp_path / "j.qrels"),
+                 "--out", str(tmp_path / "out")]) == 1
+    left = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["questions"]["rejected"]
+    reasons = [r["reason"] for r in left]
+    assert len(reasons) == 2 and reasons[0].replace("salaries", "nothing") == reasons[1]
+    assert "chief officer" not in capsys.readouterr().err

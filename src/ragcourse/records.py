@@ -226,7 +226,7 @@ class Judgement(NamedTuple):
 #: The highest grade a judgements file may give (the course's scale is 0-2; TREC's graded tracks use up to 4).
 MAX_GRADE = 10
 #: The fields of a judgements file in JSON Lines (`ragcourse pool` writes them, grade null until judged).
-JUDGEMENT_FIELDS = ("qid", "docno"), ("question", "ticket", "section", "excerpt")
+JUDGEMENT_FIELDS = ("qid", "docno"), ("question", "ticket", "section", "excerpt", "judge", "note")
 
 
 def _grade(value: object) -> int | str:
