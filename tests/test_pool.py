@@ -102,3 +102,17 @@ def test_hostile_names_and_text_are_escaped_and_read_back_exactly(tmp_path, stan
                  "--out", str(tmp_path / "eval")]) == 0
     results = json.loads((tmp_path / "eval" / "results.json").read_text(encoding="utf-8"))
     assert results["runs"][0]["graded"]["queries"] == 2 and results["runs"][0]["graded"]["judged"]["1"] == 1.0
+
+
+def test_a_judge_given_as_user_is_shown_only_what_they_may_read(tmp_path, stand_in):  # noqa: F811
+    from test_eval_permissions import GOOD, PERMISSIONS, SECRETS, write_docs
+
+    docs = write_docs(tmp_path / "docs")
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps(q) + "\n" for q in GOOD), encoding="utf-8")
+    (tmp_path / "perm.json").write_text(json.dumps(PERMISSIONS), encoding="utf-8")
+    out = tmp_path / "pool.jsonl"
+    assert pool(docs, tmp_path / "q.jsonl", out, "--methods", "bm25", "--user", "bob", "--permissions",
+                str(tmp_path / "perm.json")) == 0
+    text = out.read_text(encoding="utf-8")
+    assert {r["docno"].rsplit("#", 1)[0] for r in records(out)} == {"public/guide.md"}
+    assert [s for s in SECRETS if s.lower() in text.lower()] == []

@@ -497,7 +497,7 @@ def _pool(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.is_dir() or ((out.exists() or out.is_symlink()) and not args.force):
         write_new(out, "", args.force)  # refused before any work, with write_new's own message
-    corpus = read_folder(Path(args.docs_dir), max_bytes=args.max_bytes, globs=args.exclude)
+    corpus = _readable_folder(read_folder(Path(args.docs_dir), max_bytes=args.max_bytes, globs=args.exclude), args)
     _refuse_empty(corpus, args.docs_dir)
     questions, rejected = pool_questions(args.questions)
     _tell_left_out(rejected, "pool")
@@ -610,6 +610,8 @@ def _pool_command(sub) -> None:
     p.add_argument("--max-bytes", type=_count("max-bytes"), default=MAX_BYTES, metavar="N",
                    help=f"a file larger than N bytes is not read (default {MAX_BYTES:,})")
     p.add_argument("--cache-dir", default=None, metavar="DIR", help="where embeddings are cached (as for eval)")
+    _permission_options(p, "pool only the documents this user (the judge) may read; needs --permissions",
+                        "paths relative to DOCS_DIR")
     p.set_defaults(run=_pool)
 
 
