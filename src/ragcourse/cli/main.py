@@ -547,8 +547,8 @@ def _folder_commands(sub) -> None:
               "kind. The embedding cache: --cache-dir, else $RAGCOURSE_CACHE, else your user cache folder "
               "(never the documents folder or a checkout). OUTDIR gets results.json, report.html, and per run "
               "queries-RUN.csv and run-RUN.trec (with qrels-STRATEGY.trec, for ranx or trec_eval, and "
-              "qrels-graded.trec with --judgements). "
-              "A bad line of QUESTIONS.jsonl (named with its line number) is left out and the rest measured; "
+              "qrels-graded.trec with --judgements). A bad line of QUESTIONS.jsonl (named with its line number) is "
+              "left out and the rest measured; "
               "blank lines and # comment lines are skipped. Exit status 0 when every question was measured, 1 "
               "when some lines were left out, 2 on bad input that stops the run, 130 on Ctrl-C.")
     v = sub.add_parser("eval", help="run the book's measurements on a folder; write results.json and report.html",
