@@ -535,26 +535,29 @@ def _needles(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The epilog of `ragcourse eval --help`: the files it reads and writes, and its exit status.
+EVAL_EPILOG = ("QUESTIONS.jsonl: one JSON object a line with id, needle, question and optional ticket and doc "
+               "(a path relative to DOCS_DIR); each needle must occur exactly once in the folder, outside "
+               "headings and titles (`ragcourse needles` writes a template). OOD.jsonl: id, query and optional "
+               "kind. The embedding cache: --cache-dir, else $RAGCOURSE_CACHE, else your user cache folder "
+               "(never the documents folder or a checkout). OUTDIR gets results.json, report.html, and per run "
+               "queries-RUN.csv and run-RUN.trec (with qrels-STRATEGY.trec, for ranx or trec_eval, and "
+               "qrels-graded.trec with --judgements). A bad line of QUESTIONS.jsonl (named with its line number) is "
+               "left out and the rest measured; blank and # comment lines are skipped. Exit status 0 when every "
+               "question was measured, 1 when some lines were left out, 2 on bad input that stops the run, 130 on "
+               "Ctrl-C.")
+
+
 def _folder_commands(sub) -> None:
     """The `eval` and `needles` subcommands: the book's measurements on a folder of your own."""
     from ..chunking import STRATEGIES
     from ..documents import MAX_BYTES
     from ..pipeline import METHODS
 
-    epilog = ("QUESTIONS.jsonl: one JSON object a line with id, needle, question and optional ticket and doc "
-              "(a path relative to DOCS_DIR); each needle must occur exactly once in the folder, outside "
-              "headings and titles (`ragcourse needles` writes a template). OOD.jsonl: id, query and optional "
-              "kind. The embedding cache: --cache-dir, else $RAGCOURSE_CACHE, else your user cache folder "
-              "(never the documents folder or a checkout). OUTDIR gets results.json, report.html, and per run "
-              "queries-RUN.csv and run-RUN.trec (with qrels-STRATEGY.trec, for ranx or trec_eval, and "
-              "qrels-graded.trec with --judgements). A bad line of QUESTIONS.jsonl (named with its line number) is "
-              "left out and the rest measured; "
-              "blank lines and # comment lines are skipped. Exit status 0 when every question was measured, 1 "
-              "when some lines were left out, 2 on bad input that stops the run, 130 on Ctrl-C.")
     v = sub.add_parser("eval", help="run the book's measurements on a folder; write results.json and report.html",
                        description="Read DOCS_DIR (.md .rst .txt .html .pdf, recursively), chunk and index it "
                                    "with each strategy, score your questions with each method, and write "
-                                   "OUTDIR/results.json and a self-contained OUTDIR/report.html.", epilog=epilog)
+                                   "OUTDIR/results.json and a self-contained OUTDIR/report.html.", epilog=EVAL_EPILOG)
     v.add_argument("docs_dir", metavar="DOCS_DIR", help="the folder of documents (read recursively)")
     v.add_argument("--questions", required=True, metavar="QUESTIONS.jsonl", help="your questions (see below)")
     v.add_argument("--out-of-domain", default=None, metavar="OOD.jsonl",
