@@ -167,3 +167,16 @@ def test_a_judgement_of_a_document_the_user_may_not_read_is_told_as_one_that_is_
     reasons = [r["reason"] for r in left]
     assert len(reasons) == 2 and reasons[0].replace("salaries", "nothing") == reasons[1]
     assert "chief officer" not in capsys.readouterr().err
+
+
+def test_the_graded_tables_fit_1280_px_in_a_browser(tmp_path, judged):
+    from browser import load_page
+
+    qrels, _ = judged
+    docs, questions, out = tmp_path / "docs", tmp_path / "q.jsonl", tmp_path / "out"
+    assert main(["eval", str(docs), "--questions", str(questions), "--methods", "bm25,dense,hybrid", "--k", "1,2,4",
+                 "--judgements", str(qrels), "--out", str(out)]) == 0
+    page = load_page(out / "report.html", width=1280)
+    assert page.wide_tables == ()
+    assert page.text.index("Graded judgements") < page.text.index("Every pair, every phrasing")
+    assert "MAP" in page.text.split("Every pair, every phrasing")[1]  # the graded measures are tested in pairs
