@@ -10,8 +10,8 @@ comparison into the sentence the book prints. Chapter 6's measurements live here
 what they measure: `distances_to_needle`, `sweep` (the gate of `ragcourse.gate` at each cut), and
 `auc`, `auc_interval`, `tradeoff`, `judge` (how well a signal separates answerable from unanswerable).
 
-What it leaves out: graded relevance (nDCG), multiple relevant chunks per query, and corrections
-other than Holm's (e.g. false-discovery-rate control).
+What it leaves out: graded relevance and several relevant chunks per query (`ragcourse.graded`, chapter 12),
+and corrections other than Holm's (e.g. false-discovery-rate control).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@
 A line that is not UTF-8, not JSON, not an object, lacks a required field, carries an unknown one
 or repeats an earlier id is a `Rejected` item naming the file and line; it costs only itself. Only
 what makes the whole file unusable (missing, a folder, a named pipe, a link loop, unreadable, too
-large) raises `RecordsError`, before anything is read from it.
+large) raises `RecordsError`, before anything is read from it. The same holds for the TREC files it reads:
+another system's run (`parse_trec_run`) and graded judgements (`parse_judgements`, qrels or JSON Lines).
 
 Leaves out: JSON5, YAML, CSV, and repairing a line (a rejected line is never guessed at).
 """
@@ -211,3 +212,83 @@ def parse_trec_run(path: str | Path) -> tuple[dict[str, list[TrecLine]], list[Re
         seen[item.query, item.docno] = number
         by_query.setdefault(item.query, []).append(item)
     return {q: sorted(items, key=lambda i: (-i.score, i.rank)) for q, items in by_query.items()}, rejected
+
+
+class Judgement(NamedTuple):
+    """One graded judgement: a query (or question) id, a passage's id, its grade, and the line it came from."""
+
+    query: str
+    docno: str
+    grade: int
+    line: int
+
+
+#: The highest grade a judgements file may give (the course's scale is 0-2; TREC's graded tracks use up to 4).
+MAX_GRADE = 10
+#: The fields of a judgements file in JSON Lines (`ragcourse pool` writes them, grade null until judged).
+JUDGEMENT_FIELDS = ("qid", "docno"), ("question", "ticket", "section", "excerpt", "judge", "note")
+
+
+def _grade(value: object) -> int | str:
+    """An integer grade from 0 to MAX_GRADE, or why `value` is not one.
+
+    >>> _grade("2"), _grade(1), _grade(None)
+    (2, 1, 'grade is blank: not judged yet')
+    >>> _grade("-1")[:45]
+    "grade '-1': expected an integer from 0 to 10 "
+    """
+    if value is None or value == "":
+        return "grade is blank: not judged yet"
+    number = value if isinstance(value, int) and not isinstance(value, bool) else \
+        int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else None
+    if number is None or not 0 <= number <= MAX_GRADE:
+        return (f"grade {str(value)[:40]!r}: expected an integer from 0 to {MAX_GRADE} (0 = not relevant, "
+                "1 = partly, 2 = answers it)")
+    return number
+
+
+def _qrels_line(number: int, text: str | None) -> Judgement | str:
+    """A Judgement from a TREC qrels line (`qid 0 docno grade`, both ids URL-unquoted), or why not."""
+    from urllib.parse import unquote
+
+    if text is None:
+        return "not UTF-8 text (save the file as UTF-8)"
+    parts = text.split()
+    if len(parts) != 4:
+        return f"expected 4 fields (qid 0 docno grade), got {len(parts)}"
+    grade = _grade(parts[3])
+    return grade if isinstance(grade, str) else Judgement(unquote(parts[0]), unquote(parts[2]), grade, number)
+
+
+def _json_judgement(number: int, text: str | None) -> Judgement | str:
+    """A Judgement from a JSON line (`{"qid", "docno", "grade"}`, as `ragcourse pool` writes), or why not."""
+    record, why = _parse_line(text)
+    if why is not None:
+        return why
+    if not isinstance(record, dict) or "grade" not in record:
+        return "expected a JSON object with qid, docno and grade"
+    rest = {name: value for name, value in record.items() if name != "grade"}
+    why = check_record(rest, *JUDGEMENT_FIELDS)
+    grade = _grade(record["grade"])
+    return why or (grade if isinstance(grade, str) else Judgement(rest["qid"], rest["docno"], grade, number))
+
+
+def parse_judgements(path: str | Path) -> tuple[list[Judgement], list[Rejected]]:
+    """Graded judgements, in TREC qrels form (`qid 0 docno grade`) or JSON Lines (a first line starting with `{`):
+    each good line a Judgement, each bad one (or a repeated qid and docno, or a grade still blank) rejected with
+    where and why. RecordsError when the file as a whole cannot be read."""
+    path = Path(path)
+    read = lines(file_bytes(path))
+    parse = _json_judgement if read and (read[0][1] or "").lstrip().startswith("{") else _qrels_line
+    judgements, rejected, seen = [], [], {}
+    for number, text in read:
+        item = parse(number, text)
+        if isinstance(item, Judgement) and (item.query, item.docno) in seen:
+            item = f"{item.docno[:80]!r} is judged again for query {item.query[:80]!r} (first on line " \
+                   f"{seen[item.query, item.docno]})"
+        if isinstance(item, str):
+            rejected.append(Rejected(where(path, number), item))
+            continue
+        seen[item.query, item.docno] = number
+        judgements.append(item)
+    return judgements, rejected

@@ -10,6 +10,8 @@
     ragcourse query ./my-index "question" --method hybrid --rerank --gate --user ana --permissions perms.json
     ragcourse eval ./my-docs --questions my-questions.jsonl --out ./report   # the book's measurements, your folder
     ragcourse needles ./my-docs --n 50               # candidate needle sentences to write questions against
+    ragcourse pool ./my-docs --questions q.jsonl --out pool.jsonl   # each method's top 10 per question, to grade
+    ragcourse eval ./my-docs --questions q.jsonl --judgements pool.jsonl --out ./report   # + graded nDCG, MAP
 
 Each subcommand is a thin shell over the package's functions; nothing here is taught in the book.
 """
@@ -326,15 +328,15 @@ def _readable_folder(corpus, args: argparse.Namespace):
 SHOWN_LEFT_OUT = 20
 
 
-def _tell_left_out(rejected) -> None:
+def _tell_left_out(rejected, command: str = "eval") -> None:
     """Each left-out line on stderr, the first SHOWN_LEFT_OUT of them; the rest counted."""
     from ..documents import printable
 
     for item in rejected[:SHOWN_LEFT_OUT]:
-        print(f"ragcourse eval: left out {printable(str(item))}", file=sys.stderr)
+        print(f"ragcourse {command}: left out {printable(str(item))}", file=sys.stderr)
     if len(rejected) > SHOWN_LEFT_OUT:
-        print(f"ragcourse eval: ... and {len(rejected) - SHOWN_LEFT_OUT} more line(s) left out, each listed in "
-              "report.html and results.json", file=sys.stderr)
+        print(f"ragcourse {command}: ... and {len(rejected) - SHOWN_LEFT_OUT} more line(s) left out"
+              + (", each listed in report.html and results.json" if command == "eval" else ""), file=sys.stderr)
 
 
 def _checked_questions(args: argparse.Namespace, corpus):
@@ -372,6 +374,26 @@ def _run_files(paths: list[str]) -> tuple[list[tuple[str, dict]], tuple]:
     return parsed, tuple(bad)
 
 
+def _judgements(path: str | None, corpus, questions) -> tuple[dict | None, tuple]:
+    """--judgements FILE read (`records.parse_judgements`) and checked against the questions measured and the
+    documents read (`runs.judged`): query id -> {passage id: grade}, and every line left out with why."""
+    if path is None:
+        return None, ()
+    from ..records import RecordsError, parse_judgements
+    from .folder import folder_queries
+    from .runs import judged
+
+    try:
+        items, rejected = parse_judgements(path)
+    except RecordsError as err:
+        raise ValueError(str(err)) from None
+    grades, unknown = judged(path, items, folder_queries(questions), {d.id: d.text for d in corpus.documents})
+    if not grades:
+        raise ValueError(f"--judgements {path}: no line judges a passage of a question measured"
+                         + (f"; first left out: {(rejected + unknown)[0]}" if rejected or unknown else ""))
+    return grades, tuple(sorted(rejected + unknown, key=lambda r: int(r.where.rsplit(":", 1)[1])))
+
+
 def _refuse_empty(corpus, docs_dir: str) -> None:
     """ValueError naming the folder and its first failures when not one document in it could be read."""
     if not corpus.documents:
@@ -393,6 +415,8 @@ def _eval(args: argparse.Namespace) -> int:
     _tell_left_out(left_out)
     checked = CheckedQuestions(checked.questions, checked.rejected + left_out)
     run_files, bad_lines = _run_files(args.run_files or [])
+    grades, unjudged = _judgements(args.judgements, corpus, checked.questions)
+    bad_lines += unjudged
     _tell_left_out(bad_lines)
     labels = [label_of(s, m, r) for s in args.strategies for m in args.methods for r in (False, True)[:1 + args.rerank]]
     labels += [label_of("run", Path(name).stem, False) for name, _ in run_files]
@@ -401,7 +425,7 @@ def _eval(args: argparse.Namespace) -> int:
     cache = _cache(args, args.docs_dir)
     out = report.prepare_out(args.out, args.docs_dir)  # refused before any work, if it could lose a file
     settings = Settings(tuple(args.strategies), tuple(args.methods), args.rerank, tuple(args.k), args.baseline,
-                        _reranker_factory(cache), tuple(run_files))
+                        _reranker_factory(cache), tuple(run_files), grades)
     progress = _Progress()
     results, runs = measure(corpus, checked.questions, ood, settings, dense.load_embedder(cache / "embeddings"),
                             progress=progress, bar=progress.on)  # a bar on a terminal only
@@ -411,7 +435,7 @@ def _eval(args: argparse.Namespace) -> int:
     checked = CheckedQuestions(checked.questions, checked.rejected + bad_lines + tuple(
         Rejected(r["where"], r["reason"]) for r in unresolved))
     results = {"corpus": results.pop("corpus"), "questions": report.questions_entry(checked), **results}
-    written = report.write(results, runs, out)
+    written = report.write(results, runs, out, grades)
     _print_outcome(results, corpus, checked.questions, written, cache)
     return 1 if checked.rejected else 0
 
@@ -464,6 +488,37 @@ def _print_outcome(results: dict, corpus, questions, written: list[Path], cache:
           f"a CSV and a TREC run per run); embeddings cached in {report.printable(str(cache))}")
 
 
+def _pool(args: argparse.Namespace) -> int:
+    """`ragcourse pool`: the union of each system's top k per question, as a file a judge fills in (`cli.pool`)."""
+    from .. import dense
+    from .folder import folder_queries, read_folder
+    from .pool import pool_questions, pool_records, pool_text, system_rankings, write_new
+
+    out = Path(args.out)
+    if out.is_dir() or ((out.exists() or out.is_symlink()) and not args.force):
+        write_new(out, "", args.force)  # refused before any work, with write_new's own message
+    corpus = _readable_folder(read_folder(Path(args.docs_dir), max_bytes=args.max_bytes, globs=args.exclude), args)
+    _refuse_empty(corpus, args.docs_dir)
+    questions, rejected = pool_questions(args.questions)
+    _tell_left_out(rejected, "pool")
+    if not questions:
+        raise ValueError(f"no question of {args.questions} can be pooled: {len(rejected)} line(s) left out")
+    lexical = set(args.methods) == {"bm25"}
+    embedder = None if lexical else dense.load_embedder(_cache(args, args.docs_dir) / "embeddings")
+    reranker = _reranker_factory(_cache(args, args.docs_dir))() if args.rerank else None
+    systems = system_rankings(corpus.documents, folder_queries(questions), args.strategies, args.methods,
+                              embedder, reranker)
+    records = pool_records(questions, systems, args.k)
+    names = [f"{s}/{m}" + r for s in args.strategies for m in args.methods for r in ("", "+rerank")[:1 + args.rerank]]
+    write_new(out, pool_text(records, f"ragcourse pool: {len(records)} passages for {len(questions)} questions, "
+                             f"the union of the top {args.k} of {', '.join(names)}, in document order (not by "
+                             "system or rank). Set each grade: 0 = not relevant, 1 = partly, 2 = answers it; then "
+                             "ragcourse eval DOCS_DIR --questions Q --judgements THIS_FILE"), args.force)
+    print(f"wrote {len(records)} passages for {len(questions)} questions to {args.out} (grade null: judge each)",
+          file=sys.stderr)
+    return 1 if rejected else 0
+
+
 def _needles(args: argparse.Namespace) -> int:
     from .folder import needles_template, read_folder
 
@@ -480,25 +535,29 @@ def _needles(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The epilog of `ragcourse eval --help`: the files it reads and writes, and its exit status.
+EVAL_EPILOG = ("QUESTIONS.jsonl: one JSON object a line with id, needle, question and optional ticket and doc "
+               "(a path relative to DOCS_DIR); each needle must occur exactly once in the folder, outside "
+               "headings and titles (`ragcourse needles` writes a template). OOD.jsonl: id, query and optional "
+               "kind. The embedding cache: --cache-dir, else $RAGCOURSE_CACHE, else your user cache folder "
+               "(never the documents folder or a checkout). OUTDIR gets results.json, report.html, and per run "
+               "queries-RUN.csv and run-RUN.trec (with qrels-STRATEGY.trec, for ranx or trec_eval, and "
+               "qrels-graded.trec with --judgements). A bad line of QUESTIONS.jsonl (named with its line number) is "
+               "left out and the rest measured; blank and # comment lines are skipped. Exit status 0 when every "
+               "question was measured, 1 when some lines were left out, 2 on bad input that stops the run, 130 on "
+               "Ctrl-C.")
+
+
 def _folder_commands(sub) -> None:
     """The `eval` and `needles` subcommands: the book's measurements on a folder of your own."""
     from ..chunking import STRATEGIES
     from ..documents import MAX_BYTES
     from ..pipeline import METHODS
 
-    epilog = ("QUESTIONS.jsonl: one JSON object a line with id, needle, question and optional ticket and doc "
-              "(a path relative to DOCS_DIR); each needle must occur exactly once in the folder, outside "
-              "headings and titles (`ragcourse needles` writes a template). OOD.jsonl: id, query and optional "
-              "kind. The embedding cache: --cache-dir, else $RAGCOURSE_CACHE, else your user cache folder "
-              "(never the documents folder or a checkout). OUTDIR gets results.json, report.html, and per run "
-              "queries-RUN.csv and run-RUN.trec (with qrels-STRATEGY.trec, for ranx or trec_eval). "
-              "A bad line of QUESTIONS.jsonl (named with its line number) is left out and the rest measured; "
-              "blank lines and # comment lines are skipped. Exit status 0 when every question was measured, 1 "
-              "when some lines were left out, 2 on bad input that stops the run, 130 on Ctrl-C.")
     v = sub.add_parser("eval", help="run the book's measurements on a folder; write results.json and report.html",
                        description="Read DOCS_DIR (.md .rst .txt .html .pdf, recursively), chunk and index it "
                                    "with each strategy, score your questions with each method, and write "
-                                   "OUTDIR/results.json and a self-contained OUTDIR/report.html.", epilog=epilog)
+                                   "OUTDIR/results.json and a self-contained OUTDIR/report.html.", epilog=EVAL_EPILOG)
     v.add_argument("docs_dir", metavar="DOCS_DIR", help="the folder of documents (read recursively)")
     v.add_argument("--questions", required=True, metavar="QUESTIONS.jsonl", help="your questions (see below)")
     v.add_argument("--out-of-domain", default=None, metavar="OOD.jsonl",
@@ -522,6 +581,43 @@ def _folder_commands(sub) -> None:
     n.set_defaults(run=_needles)
 
 
+def _pool_command(sub) -> None:
+    """`ragcourse pool`: a judged pool, apart from `eval` because its output is one file a person edits by hand
+    (never replaced without --force), and it measures nothing (its questions need no needle)."""
+    from ..chunking import STRATEGIES
+    from ..documents import MAX_BYTES
+    from ..pipeline import METHODS
+    from .pool import POOL_K
+
+    p = sub.add_parser("pool", help="write each question's pooled passages (the union of several methods' top k) as "
+                                    "a JSON Lines file for a judge to grade; eval --judgements reads it back",
+                       description="Rank your questions with each strategy x method (x rerank) over DOCS_DIR and "
+                                   "write, per question, every passage in some method's top K, once, in "
+                                   "document order (never by method or rank), with grade null: set each to 0 (not "
+                                   "relevant), 1 (partly) or 2 (answers it), then give the file to "
+                                   "`ragcourse eval --judgements`. QUESTIONS.jsonl: id and question, optional "
+                                   "ticket, needle and doc. Exit status 0, 1 when some lines were left out, 2 on "
+                                   "bad input (an existing OUT without --force: nothing is overwritten).")
+    p.add_argument("docs_dir", metavar="DOCS_DIR", help="the folder of documents (read recursively)")
+    p.add_argument("--questions", required=True, metavar="QUESTIONS.jsonl", help="your questions")
+    p.add_argument("--out", required=True, metavar="POOL.jsonl", help="the pool file to write (a new file)")
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists (its grades are lost)")
+    p.add_argument("-k", type=_count("k"), default=POOL_K, help=f"how many of each method's top to pool "
+                                                                 f"(default {POOL_K})")
+    p.add_argument("--strategies", type=_choice_list("strategies", STRATEGIES), default=["E"],
+                   help=f"comma-separated chunking strategies from {','.join(STRATEGIES)} (default E)")
+    p.add_argument("--methods", type=_choice_list("methods", METHODS), default=list(METHODS),
+                   help=f"comma-separated retrieval methods from {','.join(METHODS)} (default all)")
+    p.add_argument("--rerank", action="store_true", help="also pool each method reranked (chapter 5)")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="a path never read; repeatable")
+    p.add_argument("--max-bytes", type=_count("max-bytes"), default=MAX_BYTES, metavar="N",
+                   help=f"a file larger than N bytes is not read (default {MAX_BYTES:,})")
+    p.add_argument("--cache-dir", default=None, metavar="DIR", help="where embeddings are cached (as for eval)")
+    _permission_options(p, "pool only the documents this user (the judge) may read; needs --permissions",
+                        "paths relative to DOCS_DIR")
+    p.set_defaults(run=_pool)
+
+
 def _eval_options(v) -> None:
     """`eval`'s exclusions, cut-offs, run files, baseline, cache and output folder."""
     from ..evaluation import KS
@@ -536,6 +632,12 @@ def _eval_options(v) -> None:
                    help="another system's TREC run (qid Q0 docno rank score tag; qids as in the qrels eval writes, "
                         "docnos chunk ids of the first strategy, or DOC#char=START,END passages of a document's "
                         "text), scored on the same needles and tested against every run as run/NAME; repeatable")
+    v.add_argument("--judgements", default=None, metavar="JUDGEMENTS",
+                   help="graded judgements (0 = not relevant, 1 = partly, 2 = answers it), TREC qrels (qid 0 docno "
+                        "grade) or JSON Lines (qid, docno, grade: what `ragcourse pool` writes, filled in); qid a "
+                        "question id (each phrasing) or a query id (q1/doc), docno a chunk id (DOC#START-END) or "
+                        "DOC#char=START,END; adds nDCG@k, MAP and bpref, graded, to every run, with intervals and "
+                        "paired tests; a bad line is left out and named")
     v.add_argument("--baseline", default=None, metavar="RUN",
                    help="the run the paired tests compare against, e.g. E/bm25 or E/hybrid+rerank (default: "
                         "the first run); each reranked run is also tested against its own first stage")
@@ -592,6 +694,7 @@ def parser() -> argparse.ArgumentParser:
         q.set_defaults(run=run)
     _own_arguments(c, e, i)
     _folder_commands(sub)
+    _pool_command(sub)
     return p
 
 

@@ -4,7 +4,8 @@
 `report.html`, one HTML file whose plots are inline PNGs (it opens offline, from anywhere, and
 loads nothing from another host), failures first: the missed questions of each run, worst first,
 with the chunk ranked first instead; `queries-<run>.csv`, one row per query; `run-<run>.trec` and
-`qrels-<strategy>.trec`, which ranx and trec_eval read. `summary` is the small table printed at the end.
+`qrels-<strategy>.trec`, which ranx and trec_eval read (and `qrels-graded.trec`, the graded judgements as
+measured, when `--judgements` gave some). `summary` is the small table printed at the end.
 
 Never loses a file: `prepare_out` refuses an output folder inside the documents folder (the next run
 would read the report as a document) and a folder holding files this command did not write; a marker
@@ -29,7 +30,7 @@ import pandas as pd
 from ..documents import printable
 from ..evaluation import KS, Paired, questions_needed, verdict, with_interval
 from .folder import shorten
-from .runs import EXCERPT, Run
+from .runs import EXCERPT, TREC_DEPTH, Run
 
 RESULTS, REPORT, MARKER = "results.json", "report.html", ".ragcourse-eval"
 MISSED_SHOWN = 50
@@ -113,6 +114,14 @@ def trec_qrels(run: Run) -> str:
     return "\n".join(rows) + "\n"
 
 
+def graded_qrels(grades: dict) -> str:
+    """Graded judgements in TREC format (`qid 0 docno grade`), per query measured, passages by chunk id: with the
+    run files, what trec_eval and ir_measures read to reproduce the report's graded figures."""
+    rows = [f"{trec_id(query)} 0 {trec_id(passage)} {grade}" for query, judged in grades.items()
+            for passage, grade in judged.items()]
+    return "\n".join(rows) + "\n"
+
+
 def query_table(run: Run) -> pd.DataFrame:
     """One row per query (the CSV): rank, the measures, latency, where the needle is, and what came first instead."""
     table = run.per_query.drop(columns=["query", "phrasing"])
@@ -124,7 +133,7 @@ def query_table(run: Run) -> pd.DataFrame:
     return pd.concat([details.iloc[:, :4], table.reset_index(drop=True), details.iloc[:, 4:]], axis=1)
 
 
-def write(results: dict, runs: Sequence[Run], out: str | Path) -> list[Path]:
+def write(results: dict, runs: Sequence[Run], out: str | Path, grades: dict | None = None) -> list[Path]:
     """Write every file into the prepared folder `out` (replacing only what an earlier run wrote); the paths."""
     folder = Path(out)
     for name in _written_before(folder):
@@ -134,6 +143,8 @@ def write(results: dict, runs: Sequence[Run], out: str | Path) -> list[Path]:
         files[f"run-{slug(run.label)}.trec"] = trec_run(run)
         if run.strategy != "run":  # a run file's qrels would be its own chunks', not a strategy's
             files.setdefault(f"qrels-{run.strategy}.trec", trec_qrels(run))
+    if grades:
+        files["qrels-graded.trec"] = graded_qrels(grades)
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
     for run in runs:
@@ -154,6 +165,9 @@ def summary(results: dict) -> str:
         row = {"run": run["label"]} | {f"R@{k}": f"{run['recall'][str(k)]:.3f}" for k in ks}
         row |= {f"nDCG@{ks[-1]}": f"{run['ndcg'][str(ks[-1])]:.3f}", "MRR": f"{run['mrr']:.3f}"}
         row |= {f"MRR {p}": f"{f['mrr']:.3f}" for p, f in run["by_phrasing"].items()}
+        if run.get("graded"):
+            row |= {f"graded nDCG@{ks[-1]}": f"{run['graded']['ndcg'][str(ks[-1])]:.3f}",
+                    "MAP": f"{run['graded']['map']:.3f}"}
         row |= {f"missed@{ks[-1]}": len(missed(run, ks[-1])), "ms/query": _ms(run)}
         rows.append(row)
     return pd.DataFrame(rows).to_string(index=False)
@@ -272,6 +286,37 @@ def _runs_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
                 "ms/query": _ms(run), "answers destroyed": len(run["answers_destroyed"])}
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _graded_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
+    """Graded measures per run (and per phrasing): nDCG@k and MAP with their intervals, bpref, the condensed forms,
+    and the share of the top k judged."""
+    rows = []
+    for run in runs:
+        parts = [("all", run.get("graded"))] + [(p, f.get("graded")) for p, f in run["by_phrasing"].items()]
+        for split, g in (part for part in parts if part[1]):
+            row = {"run": run["label"], "phrasing": split, "judged queries": g["queries"]}
+            row |= {f"nDCG@{k}": with_interval(g["ndcg"][str(k)], *(g["ndcg_interval"][str(k)] or (None, None)))
+                    for k in ks[-2:]}
+            row |= {"MAP": with_interval(g["map"], *(g["map_interval"] or (None, None))), "bpref": f"{g['bpref']:.3f}",
+                    f"nDCG'@{ks[-1]}": f"{g['condensed_ndcg'][str(ks[-1])]:.3f}", "MAP'": f"{g['condensed_map']:.3f}",
+                    f"judged@{ks[-1]}": f"{g['judged'][str(ks[-1])]:.3f}"}
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _graded_section(results: dict) -> list[str]:
+    """The graded judgements' section, when `--judgements` gave some: what the measures are, then the table."""
+    runs, ks = results["runs"], results.get("ks", list(KS))
+    if not any(run.get("graded") for run in runs):
+        return []
+    return ["<h2 id='graded'>Graded judgements</h2><p class='note'>Over the queries judged: nDCG@k (linear gains, "
+            "log2(rank + 1) discount, as trec_eval) and MAP (relevant = grade 1 or more), each with its 95 % interval "
+            "over questions; bpref, and nDCG' and MAP' over the condensed list (unjudged passages dropped), which "
+            "unjudged passages cannot move; judged@k, the share of the top k a judge read: when it is low, the "
+            "first measures count unread passages as not relevant. Over the top "
+            f"{TREC_DEPTH} of each run, as its run file and qrels-graded.trec hold them.</p>",
+            _table(_graded_table(runs, ks))]
 
 
 def _document_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
@@ -414,10 +459,11 @@ def _splits_section(results: dict) -> list[str]:
     if not splits:
         return []
     parts = ["<h2 id='splits'>Every pair, every phrasing</h2><p class='note'>Each pair of runs over all questions "
-             f"and per phrasing, on MRR and R@{ks[-1]}: the mean per-question difference (A the higher) with its "
+             f"and per phrasing, on MRR and R@{ks[-1]} (and graded nDCG@{ks[-1]} and MAP when judged): the mean "
+             "per-question difference (A the higher) with its "
              "95 % t interval, wins and losses, the exact sign test's p, and Holm's adjusted p across the pairs of "
              f"one split and metric. Every R@k is in results.json.</p>",
-             _table(_splits_table(splits, ("MRR", f"R@{ks[-1]}")))]
+             _table(_splits_table(splits, ("MRR", f"R@{ks[-1]}", f"nDCG@{ks[-1]} graded", "MAP")))]
     if results.get("heterogeneity"):
         parts += ["<h3 id='heterogeneity'>Do the phrasings disagree?</h3><p class='note'>Per pair, each phrasing's "
                   "mean difference, and a sign test of the method × phrasing interaction over the questions asked "
@@ -461,7 +507,8 @@ def _left_out_section(rejected: Sequence[dict]) -> list[str]:
     many = len(rejected) > LEFT_OUT_SHOWN
     shown = f"the first {LEFT_OUT_SHOWN} are listed, every one is in results.json. " if many else ""
     return [f"<h2 id='left-out'>Questions left out</h2><p class='note'>{len(rejected)} line(s) of the questions "
-            f"(or out-of-domain) file could not be used; every other line was; {shown}Fix them and run again.</p>",
+            "(or out-of-domain, run or judgements) files could not be used; every other line was; "
+            f"{shown}Fix them and run again.</p>",
             _table(pd.DataFrame(list(rejected)[:LEFT_OUT_SHOWN])[["where", "reason"]])]
 
 
@@ -532,6 +579,7 @@ def render(results: dict) -> str:
         parts += ["<h2 id='phrasing'>By phrasing</h2><p class='note'>The same runs, documentation phrasing and "
                   "ticket phrasing apart: means over each phrasing's queries, recall@k with its 95 % interval over "
                   "questions.</p>", _table(_phrasing_table(runs, ks))]
+    parts += _graded_section(results)
     parts += _splits_section(results)
     parts += ["<h2 id='paired'>Paired tests</h2>",
               "<p class='note'>Question by question, each run against the baseline and each reranked run against "

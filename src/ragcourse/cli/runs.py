@@ -16,7 +16,11 @@ the questions have two. Paired tests compare each run with the baseline (`--base
 first run), and each reranked run with its own first stage. Every float is rounded at the source
 (`precision.rounded`: 3 places, p-values 4), so everything but the latencies is the same on every machine.
 
-Leaves out: graded relevance (a needle is in one chunk: nDCG is binary), rerank runs in the sweep
+With graded judgements (`--judgements`, `judged`), each run also gets chapter 12's measures per query
+(`graded.measures`: nDCG@k, AP, bpref, their condensed forms, judged@k) over the top `TREC_DEPTH` its run file
+holds, with the same intervals over questions and the same paired tests in every split.
+
+Leaves out: graded measures for questions nobody judged (they are left out of those means), rerank runs in the sweep
 (the gate reads the first stage's cosine distances), and any choice of a cut for you.
 """
 
@@ -35,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .. import pipeline
+from .. import graded, pipeline
 from ..chunking import Chunk
 from ..corpus import collapse, profile
 from ..dense import Embedder, top_hits
@@ -52,6 +56,7 @@ from ..evaluation import (
     ndcg,
     per_question,
     query_share,
+    question_of,
     sweep,
 )
 from ..groundtruth import OutOfDomain, Query, Question
@@ -136,8 +141,8 @@ class _TimedReranker:
 
 
 def make_run(strategy: str, method: str, rerank: bool, rankings: dict, ms: dict, qs: Sequence[Query],
-             ks: Sequence[int], destroyed: tuple[str, ...]) -> Run:
-    """A Run from full rankings (query id -> chunks) and their times."""
+             ks: Sequence[int], destroyed: tuple[str, ...], grades: dict | None = None) -> Run:
+    """A Run from full rankings (query id -> chunks) and their times; with `grades` (`judged`), graded measures."""
     table = evaluate(rankings, qs, ks)
     ranks = [None if pd.isna(r) else int(r) for r in table["rank"]]
     doc_ranks = [first_doc_rank(rankings[q.id], q.doc) for q in qs]
@@ -145,10 +150,74 @@ def make_run(strategy: str, method: str, rerank: bool, rankings: dict, ms: dict,
         table[f"ndcg@{k}"] = [ndcg(r, k) for r in ranks]
     for k in ks:  # document level: any chunk of the needle's document within k
         table[f"doc_hit@{k}"] = [r is not None and r <= k for r in doc_ranks]
+    if grades is not None:
+        add_graded(table, rankings, qs, grades, ks)
     table["latency_ms"] = [ms[q.id] for q in qs]
     details = tuple(_detail(q, rankings[q.id], r, ms[q.id]) for q, r in zip(qs, ranks, strict=True))
     top = {q.id: [c.id for c in rankings[q.id][:TREC_DEPTH]] for q in qs}
     return Run(strategy, method, rerank, table, details, top, destroyed)
+
+
+def graded_columns(ks: Sequence[int]) -> list[str]:
+    """The per-query columns of `graded.measures`, in its order."""
+    return [*(f"graded_ndcg@{k}" for k in ks), "ap", "bpref", *(f"condensed_ndcg@{k}" for k in ks), "condensed_ap",
+            *(f"judged@{k}" for k in ks)]
+
+
+def passage_id(item) -> str:
+    """The id judgements give a retrieved chunk or passage: `doc#start-end` (a chunk's id) whatever named it."""
+    return f"{item.doc_id}#{item.start}-{item.end}"
+
+
+def add_graded(table: pd.DataFrame, rankings: dict, qs: Sequence[Query], grades: dict, ks: Sequence[int]) -> None:
+    """`graded.measures` of each judged query's top TREC_DEPTH (what its run file holds), in place; NaN for a query
+    nobody judged."""
+    rows = [graded.measures([passage_id(c) for c in rankings[q.id][:TREC_DEPTH]], grades[q.id], ks)
+            if q.id in grades else {} for q in qs]
+    extra = pd.DataFrame(rows, columns=graded_columns(ks), index=table.index, dtype=float)
+    for column in extra.columns:
+        table[column] = extra[column]
+
+
+_JUDGED = re.compile(r"(?s)(.+)#(?:(\d+)-(\d+)|char=(\d+),(\d+))")
+
+
+def judged_passage(docno: str, texts: dict[str, str]) -> str | None:
+    """The id (`doc#start-end`) of the passage a judgement names, by a chunk's id or by offsets into a document's
+    text (`doc#char=start,end`); None when it names no passage of the folder as read.
+
+    >>> judged_passage("a.md#char=0,4", {"a.md": "Tents"}), judged_passage("a.md#0-9", {"a.md": "Tents"})
+    ('a.md#0-4', None)
+    """
+    found = _JUDGED.fullmatch(docno)
+    if found is None or found.group(1) not in texts:
+        return None
+    start, end = (int(x) for x in (found.group(2, 3) if found.group(2) else found.group(4, 5)))
+    return f"{found.group(1)}#{start}-{end}" if start < end <= len(texts[found.group(1)]) else None
+
+
+def judged(name: str, items: Sequence, qs: Sequence[Query], texts: dict[str, str]) -> tuple[dict, list]:
+    """Query id -> {passage id: grade} from a judgements file's lines (`records.parse_judgements`): a qid names a
+    query (`q1/doc`) or a question (each of its phrasings); a line naming no question measured or no passage of
+    the folder as read is left out (file:line, why)."""
+    from ..records import Rejected, where
+
+    phrasings: dict[str, list[str]] = {}
+    for q in qs:
+        phrasings.setdefault(q.question_id, []).append(q.id)
+    asked, grades, rejected = {q.id for q in qs}, {}, []
+    for item in items:
+        targets, passage = [item.query] if item.query in asked else phrasings.get(item.query, []), \
+            judged_passage(item.docno, texts)
+        why = (f"query {item.query[:120]!r} is not one of the questions measured" if not targets else
+               f"{item.docno[:120]!r} names no passage of the documents read (expected DOC#START-END, a chunk's id, "
+               "or DOC#char=START,END)" if passage is None else None)
+        if why is not None:
+            rejected.append(Rejected(where(name, item.line), why))
+            continue
+        for target in targets:
+            grades.setdefault(target, {})[passage] = item.grade
+    return grades, rejected
 
 
 def _destroyed(retriever: pipeline.Retriever, questions: Sequence[Question]) -> tuple[str, ...]:
@@ -185,6 +254,7 @@ class Settings:
     baseline: str | None = None
     reranker: Callable | None = None  # makes the reranker (one for all runs: it keeps passage vectors)
     run_files: tuple[tuple[str, dict], ...] = ()  # (name, `records.parse_trec_run`'s items): other systems' runs
+    judgements: dict | None = None  # query id -> {passage id: grade} (`judged`): graded measures for every run
 
 
 def _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed) -> list[Run]:
@@ -195,12 +265,13 @@ def _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed) 
     rankings = pipeline.rank_all(first.wrap(retriever.rank), retriever.chunks, qs, method, vectors=vectors)
     repeats = Counter(q.text for q in qs)
     ms = {q.id: first.per_query(q.text, repeats) for q in qs}
-    runs = [make_run(retriever.strategy, method, False, rankings, ms, qs, settings.ks, destroyed)]
+    runs = [make_run(retriever.strategy, method, False, rankings, ms, qs, settings.ks, destroyed, settings.judgements)]
     if reranker is not None:
         second = _Clock()
         reranked = rerank_rankings(_TimedReranker(reranker, second), qs, rankings)
         total = {q.id: ms[q.id] + second.per_query(q.text, repeats) for q in qs}
-        runs.append(make_run(retriever.strategy, method, True, reranked, total, qs, settings.ks, destroyed))
+        runs.append(make_run(retriever.strategy, method, True, reranked, total, qs, settings.ks, destroyed,
+                             settings.judgements))
     return runs
 
 
@@ -247,7 +318,8 @@ def measure(corpus: FolderCorpus, questions: Sequence[Question], out_of_domain: 
                 rows += _sweep_rows(retriever, method, qs, vectors, out_of_domain, ood_vectors)
     if hasattr(reranker, "save"):  # late interaction: passages' and queries' token vectors, for the next run
         reranker.save()
-    files = [file_run(name, items, corpus, chunks, qs, settings.ks) for name, items in settings.run_files]
+    files = [file_run(name, items, corpus, chunks, qs, settings.ks, settings.judgements)
+             for name, items in settings.run_files]
     runs += [run for run, _ in files]
     add_sources(runs, corpus.root)
     results = {"corpus": corpus_summary(corpus), "ks": list(settings.ks), "left_out": [
@@ -301,9 +373,30 @@ def _figures(table: pd.DataFrame, ks: Sequence[int]) -> dict:
             "doc_recall": {str(k): float(table[f"doc_hit@{k}"].mean()) for k in ks}}
 
 
+def _graded_figures(table: pd.DataFrame, ks: Sequence[int]) -> dict | None:
+    """Means over the judged queries of nDCG@k, AP (MAP), bpref, their condensed forms and judged@k; nDCG@k and MAP
+    with their 95 % intervals over questions (`query_share`; None below two questions). None when none was judged."""
+    judged = table[table["ap"].notna()] if "ap" in table.columns else table.iloc[:0]
+    if judged.empty:
+        return None
+    several = len({question_of(q) for q in judged["query"]}) >= 2
+
+    def interval(column: str) -> list | None:
+        return list(query_share(judged["query"], judged[column]).interval) if several else None
+
+    mean = {c: float(judged[c].mean()) for c in graded_columns(ks)}
+    return {"queries": len(judged), "ndcg": {str(k): mean[f"graded_ndcg@{k}"] for k in ks},
+            "ndcg_interval": {str(k): interval(f"graded_ndcg@{k}") for k in ks},
+            "map": mean["ap"], "map_interval": interval("ap"), "bpref": mean["bpref"],
+            "condensed_ndcg": {str(k): mean[f"condensed_ndcg@{k}"] for k in ks}, "condensed_map": mean["condensed_ap"],
+            "judged": {str(k): mean[f"judged@{k}"] for k in ks}}
+
+
 def _phrasing_figures(part: pd.DataFrame, ks: Sequence[int]) -> dict:
     """One phrasing's figures, each recall@k with its 95 % interval over questions (None below two questions)."""
     figures = _figures(part, ks)
+    if "ap" in part.columns:
+        figures["graded"] = _graded_figures(part, ks)
     figures["recall_interval"] = {str(k): list(query_share(part["query"], part[f"hit@{k}"]).interval)
                                   if len(part) >= 2 else None for k in ks}
     return figures
@@ -317,6 +410,8 @@ def run_entry(run: Run, ks: Sequence[int]) -> dict:
     for column, name in (("hit", "recall_interval"), ("doc_hit", "doc_recall_interval")):
         entry[name] = {str(k): list(query_share(table["query"], table[f"{column}@{k}"]).interval) for k in ks}
     phrasings = list(dict.fromkeys(table["phrasing"]))
+    if "ap" in table.columns:
+        entry["graded"] = _graded_figures(table, ks)
     entry["by_phrasing"] = {p: _phrasing_figures(table[table["phrasing"] == p], ks) for p in phrasings} \
         if len(phrasings) > 1 else {}
     entry["latency_ms"] = None if table["latency_ms"].isna().all() else {  # a run file's: not measured here
@@ -360,7 +455,7 @@ def resolve(docno: str, chunks: dict[str, Chunk], texts: dict[str, str]) -> Chun
 
 
 def file_run(name: str, items: dict, corpus: FolderCorpus, chunks: dict[str, Chunk], qs: Sequence[Query],
-             ks: Sequence[int]) -> tuple[Run, list]:
+             ks: Sequence[int], grades: dict | None = None) -> tuple[Run, list]:
     """Another system's run (`records.parse_trec_run` of a file), scored on the same needles as a Run labelled
     `run/NAME`, and each line naming nothing (file:line, why) left out; a query it does not rank ranks nothing."""
     from ..records import Rejected
@@ -377,7 +472,8 @@ def file_run(name: str, items: dict, corpus: FolderCorpus, chunks: dict[str, Chu
     asked = {q.id for q in qs}
     rejected += [Rejected(f"{name}:{lines[0].line}", f"query {query[:120]!r} is not one of the questions measured")
                  for query, lines in items.items() if query not in asked]
-    return make_run("run", Path(name).stem, False, rankings, dict.fromkeys(asked, math.nan), qs, ks, ()), rejected
+    return make_run("run", Path(name).stem, False, rankings, dict.fromkeys(asked, math.nan), qs, ks, (),
+                    grades), rejected
 
 
 def without_latency(results: dict) -> dict:
@@ -430,7 +526,7 @@ ALPHA = 0.05
 def _values(run: Run, split: str, column: str) -> pd.Series:
     """One value per question of `column`: over all of a question's phrasings (`split` "all"), or one phrasing."""
     table = run.per_query if split == "all" else run.per_query[run.per_query["phrasing"] == split]
-    return per_question(table, column)
+    return per_question(table, column).dropna()  # a graded measure: the questions judged only
 
 
 def split_entries(runs: Sequence[Run], ks: Sequence[int]) -> list[dict]:
@@ -440,11 +536,15 @@ def split_entries(runs: Sequence[Run], ks: Sequence[int]) -> list[dict]:
     phrasings = list(dict.fromkeys(runs[0].per_query["phrasing"])) if runs else []
     splits = ["all", *phrasings] if len(phrasings) > 1 else ["all"]
     metrics = [(f"hit@{k}", f"R@{k}") for k in ks] + [("rr", "MRR")]
+    if runs and "ap" in runs[0].per_query.columns:
+        metrics += [(f"graded_ndcg@{ks[-1]}", f"nDCG@{ks[-1]} graded"), ("ap", "MAP")]
     out = []
     for split, (column, name) in itertools.product(splits, metrics):
         family = []
         for x, y in itertools.combinations(runs, 2):
             vx, vy = _values(x, split, column), _values(y, split, column)
+            if vx.empty:  # nobody judged a question of this split
+                continue
             a, b, va, vb = (x, y, vx, vy) if vx.mean() >= vy.mean() else (y, x, vy, vx)
             d = difference(va, vb)
             family.append({"split": split, "metric": name, "a": a.label, "b": b.label, "questions": d.n,
