@@ -86,6 +86,7 @@ def test_feedback_terms_are_the_relevance_model():
     raw = {"tab": 2 / 10 * s0 + 2 / 9 * s3, "width": 2 / 10 * s0, "8": 1 / 9 * s3}
     model = ex.relevance_model(TEXTS, scores, ex.Feedback(texts=2, terms=3, min_idf=0.0))
     assert list(model) == ["tab", "width", "8"]
+    assert all(type(v) is float for v in model.values())  # numpy scores in, plain floats out
     assert model == pytest.approx({t: v / sum(raw.values()) for t, v in raw.items()}, abs=1e-6)
     assert ex.feedback_terms(TEXTS, scores, "tab", ex.Feedback(texts=2, terms=3, min_idf=0.0)) == ["width", "8"]
 

@@ -172,7 +172,7 @@ def relevance_model(texts: Sequence[str], scores: Sequence[float], settings: Fee
     """
     order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))[: settings.texts]
     top = [i for i in order if scores[i] > 0]
-    total = sum(scores[i] for i in top) or 1.0
+    total = float(sum(scores[i] for i in top)) or 1.0
     doc_freq = doc_freq if doc_freq is not None else Counter(t for text in texts for t in set(tokenize(text)))
     weight: Counter[str] = Counter()
     for i in top:
@@ -180,7 +180,7 @@ def relevance_model(texts: Sequence[str], scores: Sequence[float], settings: Fee
         length = sum(tokens.values())
         for term, count in tokens.items():
             if term not in settings.stopwords and _idf(len(texts), doc_freq[term]) >= settings.min_idf:
-                weight[term] += count / length * scores[i] / total
+                weight[term] += count / length * float(scores[i]) / total
     kept = sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.terms]
     mass = sum(w for _, w in kept) or 1.0
     return {term: round(w / mass, 6) for term, w in kept}
