@@ -78,19 +78,57 @@ def test_selective_keeps_rare_identifiers_only():
 
 def test_feedback_terms_are_the_relevance_model():
     # "tab" is in texts 0 (10 tokens, tab twice, width twice) and 3 (9 tokens, tab twice); s3 > s0 as 3 is shorter.
-    # P(w|R) = sum_d tf(w, d)/|d| * s_d / (s0 + s3): width 2/10 s0 beats every 1/9 s3 term, which beat 1/10 s0;
-    # ties by the term itself.
+    # P(w|R) = sum_d tf(w, d)/|d| * s_d / (s0 + s3): tab leads, width 2/10 s0 beats every 1/9 s3 term, which beat
+    # 1/10 s0; ties by the term itself; the three kept are renormalised to sum to 1.
     scores = BM25(TEXTS).scores("tab")
     assert scores[3] > scores[0] > 0 and 2 / 10 * scores[0] > 1 / 9 * scores[3] > 1 / 10 * scores[0]
-    terms = ex.feedback_terms(TEXTS, scores, "tab", ex.Feedback(texts=2, terms=3, min_idf=0.0))
-    assert terms == ["width", "8", "characters"]
+    s0, s3 = scores[0] / (scores[0] + scores[3]), scores[3] / (scores[0] + scores[3])
+    raw = {"tab": 2 / 10 * s0 + 2 / 9 * s3, "width": 2 / 10 * s0, "8": 1 / 9 * s3}
+    model = ex.relevance_model(TEXTS, scores, ex.Feedback(texts=2, terms=3, min_idf=0.0))
+    assert list(model) == ["tab", "width", "8"]
+    assert all(type(v) is float for v in model.values())  # numpy scores in, plain floats out
+    assert model == pytest.approx({t: v / sum(raw.values()) for t, v in raw.items()}, abs=1e-6)
+    assert ex.feedback_terms(TEXTS, scores, "tab", ex.Feedback(texts=2, terms=3, min_idf=0.0)) == ["width", "8"]
 
 
-def test_feedback_skips_common_terms():
+def test_feedback_leaves_out_stopwords_and_common_terms():
     # "the" is in 2 of 4 texts: idf = ln(1 + 2.5 / 2.5) = ln 2 = 0.693; a term in 1 text has ln(1 + 3.5 / 1.5) = 1.204
     scores = BM25(TEXTS).scores("tab")
-    assert "the" in ex.feedback_terms(TEXTS, scores, "tab", ex.Feedback(texts=2, terms=50, min_idf=0.69))
-    assert "the" not in ex.feedback_terms(TEXTS, scores, "tab", ex.Feedback(texts=2, terms=50, min_idf=0.70))
+    no_list = frozenset()
+    assert "the" in ex.feedback_terms(TEXTS, scores, "tab", ex.Feedback(2, 50, min_idf=0.69, stopwords=no_list))
+    assert "the" not in ex.feedback_terms(TEXTS, scores, "tab", ex.Feedback(2, 50, min_idf=0.70, stopwords=no_list))
+    added = ex.feedback_terms(TEXTS, scores, "tab", ex.Feedback(texts=2, terms=50, min_idf=0.0))
+    assert "width" in added and not {"the", "with", "in", "to"} & set(added)  # the default list: function words
+
+
+@given(st.lists(st.text(alphabet="abc the", max_size=20), min_size=1, max_size=6), st.integers(1, 5))
+def test_the_relevance_model_is_a_distribution_without_stopwords(texts, terms):
+    scores = BM25(texts).scores("a b c")
+    model = ex.relevance_model(texts, scores, ex.Feedback(texts=3, terms=terms, min_idf=0.0))
+    assert len(model) <= terms and "the" not in model
+    assert not model or sum(model.values()) == pytest.approx(1, abs=1e-5)
+
+
+def test_interpolation_mixes_the_query_and_the_model_by_the_weight():
+    assert ex.interpolate("a a b", {"b": 0.5, "c": 0.5}, 0.5) == {"a": round(0.5 * 2 / 3, 6), "b": round(
+        0.5 / 3 + 0.25, 6), "c": 0.25}
+    assert ex.interpolate("a", {"c": 1.0}, 1.0) == {"a": 1.0, "c": 0.0}
+    with pytest.raises(ValueError, match="original_weight"):
+        ex.Feedback(original_weight=1.5)
+
+
+def test_feedback_keeps_the_original_query_in_front_by_its_weight():
+    """RM3 mixes P(w|Q) with P(w|R): at weight 0.5 a text with the asked word ("alpha other words") outranks a
+    short one holding only the fed-back word ("beta"); with the query's weight at 0 the short one wins."""
+    from types import SimpleNamespace
+
+    texts = ["alpha beta", "alpha other words", "beta", *["omega"] * 5]
+    stub = SimpleNamespace(chunks=[SimpleNamespace(text=t) for t in texts], bm25=BM25(texts))
+    settings = ex.Feedback(texts=1, terms=2, min_idf=0.0)
+    assert ex.relevance_model(texts, stub.bm25.scores("alpha"), settings) == {"alpha": 0.5, "beta": 0.5}
+    assert ex.Expanded(stub, "feedback", feedback=settings).rank("alpha", "bm25")[:3] == [0, 1, 2]
+    only_model = ex.Feedback(texts=1, terms=2, min_idf=0.0, original_weight=0.0)
+    assert ex.Expanded(stub, "feedback", feedback=only_model).rank("alpha", "bm25")[:3] == [0, 2, 1]
 
 
 def test_parse_reformulations():
@@ -162,16 +200,3 @@ def test_stored_rewrites_are_refused_when_stale(tmp_path):
     path.write_text(json.dumps({"prompt": ex.REWRITE_PROMPT, "max_new_tokens": ex.REWRITE_TOKENS, "queries": {}}),
                     encoding="utf-8")
     assert ex.stored_rewrites(path)["queries"] == {}
-
-
-def test_feedback_weighs_the_original_query_terms_double():
-    """RM3 keeps the query in front: "alpha alpha beta", not "alpha beta", so a text with the asked word
-    ("alpha other words") outranks a short one holding only the fed-back word ("beta")."""
-    from types import SimpleNamespace
-
-    texts = ["alpha beta", "alpha other words", "beta", *["omega"] * 5]
-    stub = SimpleNamespace(chunks=[SimpleNamespace(text=t) for t in texts], bm25=BM25(texts))
-    expanded = ex.Expanded(stub, "feedback", feedback=ex.Feedback(texts=1, terms=1, min_idf=0.0))
-    assert ex.feedback_terms(texts, stub.bm25.scores("alpha"), "alpha", expanded.feedback) == ["beta"]
-    assert expanded.rank("alpha", "bm25")[:3] == [0, 1, 2]
-    assert stub.bm25.rank("alpha beta")[:3] == [0, 2, 1]  # with the query once, "beta" would win

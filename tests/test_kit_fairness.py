@@ -744,7 +744,7 @@ def case_10_3(mp):
     from ragcourse import evaluation
 
     mp.setattr(evaluation, "detectable", lambda a, b: SimpleNamespace(difference=0.02345, p=0.04567))
-    ctx = {"runs": {"feedback + rerank": 1, "none + rerank": 2}, "by_phrasing": lambda run, phrasing: run}
+    ctx = {"rerank_runs": {"feedback": 1, "none": 2}}
     return Case([{**ctx, "answer_10_3": (0.02345, 0.04567)}, {**ctx, "answer_10_3": np.array([0.023, 0.046])}],
                 {**ctx, "answer_10_3": (-0.02345, 0.04567)}, [{**ctx, "answer_10_3": (0.0, 0.5)}],
                 ["0.02345", "0.04567"])

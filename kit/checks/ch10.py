@@ -50,13 +50,13 @@ def last_error_line_on_unseen_tickets(ns):
 
 @check("10.3", points=2)
 def feedback_under_the_reranker(ns):
-    """answer_10_3 equals (difference, p) of detectable(feedback + rerank, none + rerank) on tickets, recomputed."""
+    """answer_10_3 equals (difference, p) of detectable(feedback, none), both reranked, on the first 32
+    questions' tickets, recomputed from the lesson's `rerank_runs`."""
     from ragcourse import evaluation
 
-    runs, by_phrasing = ns["runs"], ns["by_phrasing"]
+    runs = ns["rerank_runs"]
     with reference("the paired difference"):
-        d = evaluation.detectable(by_phrasing(runs["feedback + rerank"], "ticket"),
-                                  by_phrasing(runs["none + rerank"], "ticket"))
+        d = evaluation.detectable(runs["feedback"], runs["none"])
     answer = [number(x, "answer_10_3") for x in items(given(ns, "answer_10_3"), "answer_10_3", 2)]
     assert abs(answer[0] - d.difference) <= 0.0015, "the difference is off: feedback + rerank minus none + rerank"
     assert abs(answer[1] - d.p) <= 0.002, "the p-value is off: use evaluation.detectable, paired by question"

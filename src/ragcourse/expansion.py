@@ -5,8 +5,9 @@ Three expansions, each a pure function of the query (and, for feedback, of a fir
 - `clean_ticket` strips greetings and sign-offs and pulls out exact identifiers (option names,
   directive names, file names, quoted messages, code names such as ``AUTH_4027``); `exact_ranking`
   ranks the chunks that contain them verbatim, a third list for RRF: the exact-match boost.
-- `feedback_terms` is RM3-style pseudo-relevance feedback with no model: the terms most probable in
-  the top k texts of a first BM25 pass, each text weighted by its score.
+- `relevance_model` and `interpolate` are RM3 pseudo-relevance feedback: the terms most probable in
+  the top k texts of a first BM25 pass (each text weighted by its score, stopwords left out), mixed
+  with the original query by a fixed weight; `feedback_terms` lists the terms it adds.
 - `parse_reformulations` reads the 3-5 rewrites a generator wrote (chapter 10 stores SmolLM2's greedy
   output and checks it against live generation).
 
@@ -27,6 +28,8 @@ from .bm25 import idf, tokenize
 from .fusion import rrf
 from .paths import RESULTS_DIR
 from .pipeline import METHODS, Retriever, rank_all
+from .precision import stable_order
+from .words import CLAIM_STOPWORDS
 
 EXPANSIONS = ("none", "clean", "feedback", "clean+feedback", "multi")
 #: What chapter 10 asks SmolLM2 (greedy, at most REWRITE_TOKENS new tokens) for the "multi" expansion.
@@ -143,36 +146,70 @@ def selective(wanted: Iterable[str], texts: Sequence[str], max_share: float = 0.
 
 @dataclass(frozen=True)
 class Feedback:
-    """RM3-style settings: texts fed back, terms added, and the idf a term needs to be added."""
+    """RM3 settings: texts fed back, terms kept, the idf a term needs, the words never fed back, and the
+    weight of the original query in the interpolation (0.5, the common default, fixed before measuring)."""
 
     texts: int = 10
     terms: int = 10
     min_idf: float = 1.0
+    stopwords: frozenset[str] = CLAIM_STOPWORDS
+    original_weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.original_weight <= 1:
+            raise ValueError(f"original_weight={self.original_weight!r}: expected a weight in [0, 1]")
 
 
-def feedback_terms(texts: Sequence[str], scores: Sequence[float], query: str,
-                   settings: Feedback = Feedback(), doc_freq: Mapping[str, int] | None = None) -> list[str]:
-    """The terms most probable in the top texts, P(w|R) = sum_d P(w|d) s(d) / sum_d s(d), new to the query.
+def relevance_model(texts: Sequence[str], scores: Sequence[float], settings: Feedback = Feedback(),
+                    doc_freq: Mapping[str, int] | None = None) -> dict[str, float]:
+    """P(w|R) = sum_d P(w|d) s(d) / sum_d s(d) over the top texts, cut to the `terms` largest and renormalised.
 
-    `scores` are the first pass's scores; terms in too many texts (idf below `min_idf`) are skipped.
+    Stopwords and terms in too many texts (idf below `min_idf`) never enter the model.
 
-    >>> feedback_terms(["tab width tab", "tab stops", "colour"], [2.0, 1.0, 0.0], "tab",
-    ...                Feedback(texts=2, terms=2, min_idf=0.0))
-    ['width', 'stops']
+    >>> relevance_model(["tab width tab", "tab stops", "colour"], [2.0, 1.0, 0.0],
+    ...                 Feedback(texts=2, terms=2, min_idf=0.0))
+    {'tab': 0.733333, 'width': 0.266667}
     """
     order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))[: settings.texts]
     top = [i for i in order if scores[i] > 0]
-    total = sum(scores[i] for i in top) or 1.0
+    total = float(sum(scores[i] for i in top)) or 1.0
     doc_freq = doc_freq if doc_freq is not None else Counter(t for text in texts for t in set(tokenize(text)))
-    asked = set(tokenize(query))
     weight: Counter[str] = Counter()
     for i in top:
         tokens = Counter(tokenize(texts[i]))
         length = sum(tokens.values())
         for term, count in tokens.items():
-            if term not in asked and _idf(len(texts), doc_freq[term]) >= settings.min_idf:
-                weight[term] += count / length * scores[i] / total
-    return [term for term, _ in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.terms]]
+            if term not in settings.stopwords and _idf(len(texts), doc_freq[term]) >= settings.min_idf:
+                weight[term] += count / length * float(scores[i]) / total
+    kept = sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.terms]
+    mass = sum(w for _, w in kept) or 1.0
+    return {term: round(w / mass, 6) for term, w in kept}
+
+
+def interpolate(query: str, model: Mapping[str, float], original_weight: float) -> dict[str, float]:
+    """RM3's expanded query: original_weight * P(w|Q) + (1 - original_weight) * P(w|R), P(w|Q) = tf / |Q|.
+
+    >>> interpolate("tab tab size", {"tab": 0.5, "width": 0.5}, 0.5)
+    {'tab': 0.583333, 'size': 0.166667, 'width': 0.25}
+    """
+    asked = Counter(tokenize(query))
+    length = sum(asked.values()) or 1
+    weights = {t: original_weight * n / length for t, n in asked.items()}
+    for term, p in model.items():
+        weights[term] = weights.get(term, 0.0) + (1 - original_weight) * p
+    return {t: round(w, 6) for t, w in weights.items()}
+
+
+def feedback_terms(texts: Sequence[str], scores: Sequence[float], query: str,
+                   settings: Feedback = Feedback(), doc_freq: Mapping[str, int] | None = None) -> list[str]:
+    """The terms of the relevance model (`relevance_model`) that are new to the query, most probable first.
+
+    >>> feedback_terms(["tab width tab", "tab stops", "colour"], [2.0, 1.0, 0.0], "tab",
+    ...                Feedback(texts=2, terms=3, min_idf=0.0))
+    ['width', 'stops']
+    """
+    asked = set(tokenize(query))
+    return [t for t in relevance_model(texts, scores, settings, doc_freq) if t not in asked]
 
 
 def _idf(n_texts: int, df: int) -> float:
@@ -249,9 +286,11 @@ class Expanded:
         return _method_lists(r, query, method)
 
     def _feedback_lists(self, query: str, method: str) -> list[list[int]]:
-        r = self.retriever
-        terms = feedback_terms(self._texts, r.bm25.scores(query), query, self.feedback, self._doc_freq)
-        expanded = r.bm25.rank(f"{query} {query} {' '.join(terms)}")  # original terms weigh double
+        r, settings = self.retriever, self.feedback
+        model = relevance_model(self._texts, r.bm25.scores(query), settings, self._doc_freq)
+        weights = interpolate(query, model, settings.original_weight)
+        scores = sum(w * r.bm25.scores(term) for term, w in weights.items())
+        expanded = stable_order(scores, descending=True).tolist()  # BM25 of the weighted, expanded query
         if method == "bm25":
             return [expanded]
         dense = r.rank(query, "dense")
