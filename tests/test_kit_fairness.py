@@ -334,7 +334,7 @@ def case_5_2(mp):
     stub("5.2", "rerank_rankings", lambda reranker, qs, chunks, depth: depth, mp)
     stub("5.2", "evaluate", lambda depth, qs, ks: pd.DataFrame({"hit@1": [DEPTH_TABLE[depth][0]],
                                                                 "rr": [DEPTH_TABLE[depth][1]]}), mp)
-    ctx = {"qs": [], "reranker": None, "hybrid_chunks": None}
+    ctx = {"few": [], "reranker": None, "hybrid_chunks": None}
     return Case([{**ctx, "answer_depth": dict(DEPTH_TABLE)},
                  {**ctx, "answer_depth": {np.int64(d): np.round(np.array(v), 3) for d, v in DEPTH_TABLE.items()}}],
                 {**ctx, "answer_depth": {d: v[::-1] for d, v in DEPTH_TABLE.items()}},
@@ -395,7 +395,7 @@ def _holm_b(p_values):
 
 def case_5_5(mp):
     table = pd.DataFrame({"p": [0.01, 0.2, 0.03, 0.04]})
-    ctx = {"variants_original": table}
+    ctx = {"family_p": list(table["p"])}
     return Case([{**ctx, "holm_by_hand": _holm_a, "answer_holm": _holm_a(table["p"])},
                  {**ctx, "holm_by_hand": _holm_b, "answer_holm": tuple(_holm_b(list(table["p"])))}],
                 {**ctx, "holm_by_hand": lambda p: [min(1.0, x * len(p)) for x in p],

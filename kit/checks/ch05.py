@@ -27,18 +27,18 @@ def depth_prediction(ns):
 
 @check("5.2", points=2)
 def rerank_depths(ns):
-    """answer_depth[d] is (R@1, MRR) over all queries after reranking the hybrid top d, for d in 10, 25, 50."""
+    """answer_depth[d] is (R@1, MRR) over the lesson's queries `few` after reranking the hybrid top d (10, 25, 50)."""
     answer = {in_grid(k, list(DEPTHS)): v for k, v in keyed(given(ns, "answer_depth"), "answer_depth").items()}
     assert sorted(answer, key=str) == sorted(DEPTHS, key=str), "answer_depth needs the keys 10, 25 and 50"
-    qs = ns["qs"]
+    qs = ns["few"]  # the lesson reranks a handful of queries; the lab measures all of them
     with reference("the reranked scores at each depth"):
         tables = {d: evaluate(rerank_rankings(ns["reranker"], qs, ns["hybrid_chunks"], d), qs, (1,)) for d in DEPTHS}
     right = sum(close(answer[d], (t["hit@1"].mean(), t["rr"].mean()), TOLERANCE) for d, t in tables.items())
-    assert right, "no depth matches: rerank the top d of each hybrid ranking, keep the rest, then evaluate all queries"
+    assert right, "no depth matches: rerank the top d of each hybrid ranking, keep the rest, then evaluate `few`"
     if right == len(DEPTHS):
         return None
     return Partly(right / len(DEPTHS), f"{len(DEPTHS) - right} of {len(DEPTHS)} depths do not match (an (R@1, MRR) "
-                  "pair over all queries, after reranking the hybrid top d)")
+                  "pair over the queries of `few`, after reranking the hybrid top d)")
 
 
 @check("5.3", points=2, by_hand=True)
@@ -86,13 +86,13 @@ def unreachable_queries(ns):
 
 @check("5.5", points=3, by_hand=True)
 def holm_function(ns):
-    """holm_by_hand matches the package's holm on unseen lists (ties, one p, unsorted), and answer_holm on the table."""
+    """holm_by_hand matches the package's holm on unseen lists (ties, one p, unsorted), and answer_holm on family_p."""
     fn = given(ns, "holm_by_hand")
     assert callable(fn), "define a function holm_by_hand(p_values)"
     cases = [[0.01, 0.04, 0.03], [0.2], [0.001, 0.2, 0.2, 0.049, 0.8], [0.02, 0.02, 0.02], [0.6, 0.0, 0.3, 0.01]]
     with reference("the package's holm"):
         expected = [holm(case) for case in cases]
-        table = holm(ns["variants_original"]["p"].tolist())
+        table = holm(list(ns["family_p"]))
     right = sum(_adjusted(fn, case, want) for case, want in zip(cases, expected, strict=True))
     table_right = close(ns.get("answer_holm"), table, 1e-9)
     assert right or table_right, ("not quite: sort, multiply the i-th smallest by (m - i), cap at 1, "
@@ -101,7 +101,8 @@ def holm_function(ns):
     if score > 1 - 1e-9:
         return None
     why = [f"wrong on {len(cases) - right} of {len(cases)} unseen lists"] if right < len(cases) else []
-    return Partly(score, "; ".join(why + ([] if table_right else ["answer_holm does not match the table's p"])))
+    wrong_table = [] if table_right else ["answer_holm does not match Holm's correction of family_p"]
+    return Partly(score, "; ".join(why + wrong_table))
 
 
 def _adjusted(fn, case: list[float], expected: list[float]) -> bool:
