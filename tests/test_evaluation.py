@@ -465,6 +465,38 @@ def test_smallest_detectable_difference_and_questions_needed():
         questions_needed(0.25, 0.0)
 
 
+def test_smallest_testable_is_where_the_exact_test_first_reaches_alpha():
+    from ragcourse.evaluation import smallest_testable
+
+    # 5 questions all won: p = 2 / 2**5 = 0.0625 > 0.05; 6 all won: 0.03125 (issue 37: "n for 0.05" was 5)
+    assert (sign_test(5, 0), sign_test(6, 0)) == (0.0625, 0.03125)
+    assert smallest_testable(0.05) == 6 and smallest_testable(0.0625) == 5 and smallest_testable(0.5) == 2
+    assert randomization_test([1.0] * 6, [0.0] * 6) == 0.03125  # the sign-flip test, exact at 6: the same floor
+    for bad in (0.0, 1.0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match="alpha"):
+            smallest_testable(bad)
+
+
+@given(sd=st.floats(0, 2), difference=st.floats(1e-3, 1), alpha=st.floats(1e-6, 0.99),
+       power=st.floats(0.5, 0.99))
+def test_questions_needed_never_goes_below_what_the_test_can_reach(sd, difference, alpha, power):
+    from ragcourse.evaluation import questions_needed, smallest_testable
+
+    n, floor = questions_needed(sd, difference, alpha, power), smallest_testable(alpha)
+    assert n >= floor
+    assert sign_test(floor, 0) <= alpha and (floor == 1 or sign_test(floor - 1, 0) > alpha)  # the floor is tight
+    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    assert n == max(floor, math.ceil((z * sd / difference) ** 2))  # the normal approximation above the floor
+
+
+def test_detectable_with_identical_differences_needs_the_smallest_testable_n():
+    from ragcourse.evaluation import detectable
+
+    a = pd.DataFrame({"query": [f"q{i}/doc" for i in range(5)], "rr": [1.0] * 5})
+    result = detectable(a, a.assign(rr=0.5))  # sd 0: five questions all won, yet p = 0.0625
+    assert (result.sd, result.p, result.n_to_detect) == (0.0, 0.0625, 6)
+
+
 def test_detectable_compares_questions_not_queries():
     from ragcourse.evaluation import detectable
 

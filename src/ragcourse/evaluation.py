@@ -522,23 +522,41 @@ def smallest_detectable(sd: float, n: int, alpha: float = 0.05, power: float = 0
     return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * sd / math.sqrt(n))
 
 
-def questions_needed(sd: float, difference: float, alpha: float = 0.05, power: float = 0.8) -> int:
-    """How many questions make ``difference`` the smallest detectable one (``smallest_detectable`` inverted).
+def smallest_testable(alpha: float = 0.05) -> int:
+    """The fewest questions at which an exact two-sided sign or sign-flip test can reach ``alpha`` at all.
 
-    >>> questions_needed(0.235, 0.05)
-    174
+    Its smallest p over n questions is 2 / 2**n (every difference one way, or every one the other):
+    5 questions give 0.0625 and 6 give 0.03125, so at 0.05:
+
+    >>> smallest_testable(0.05), smallest_testable(0.0625), smallest_testable(0.01)
+    (6, 5, 8)
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha={alpha!r}: expected a number between 0 and 1")
+    n = max(1, math.ceil(math.log2(2 / alpha)) - 1)
+    while 2 * 0.5**n > alpha:  # the logarithm may round either way at a power of two
+        n += 1
+    return n
+
+
+def questions_needed(sd: float, difference: float, alpha: float = 0.05, power: float = 0.8) -> int:
+    """How many questions make ``difference`` the smallest detectable one (``smallest_detectable`` inverted),
+    never fewer than ``smallest_testable(alpha)``: below that no result can be significant.
+
+    >>> questions_needed(0.235, 0.05), questions_needed(0.03, 0.05)  # the formula gives 3 for the second
+    (174, 6)
     """
     if not difference > 0:
         raise ValueError(f"difference={difference!r}: expected a number > 0")
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
-    return math.ceil((z * sd / difference) ** 2)
+    return max(smallest_testable(alpha), math.ceil((z * sd / difference) ** 2))
 
 
 class Detectable(NamedTuple):
     """A paired comparison over questions: the observed mean difference (A - B), its p, and what it could detect.
 
     `smallest` is the difference these `n` questions detect (80 % power at alpha 0.05 by default);
-    `n_to_detect` is how many questions would detect a difference of 0.05.
+    `n_to_detect` is how many questions would detect a difference of 0.05 (at least `smallest_testable(alpha)`).
     """
 
     difference: float
@@ -588,7 +606,7 @@ def detectable(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, column: str
     sd = float(diffs.std(ddof=1))
     return Detectable(float(diffs.mean()), randomization_test(a.to_numpy(), b.loc[a.index].to_numpy()), sd,
                       len(diffs), smallest_detectable(sd, len(diffs), alpha, power),
-                      questions_needed(sd, 0.05, alpha, power) if sd > 0 else len(diffs))
+                      questions_needed(sd, 0.05, alpha, power))
 
 
 def ratio_over_questions(query_ids: Sequence[str], numerators: Sequence[int], denominators: Sequence[int],
