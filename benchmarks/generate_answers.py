@@ -5,9 +5,9 @@ runs the book's pipeline (strategy E, hybrid top 4), then `citations.answer` at 
 (the largest cut on a 0.005 grid with at most 10 % of the out-of-domain queries answered), with the
 offline generator (`models.generate`: greedy, 120 new tokens, one thread). It stores, per query,
 whether the gate answered, the sha256 of the prompt, the answer text, its new tokens and seconds, in
-`benchmarks/results/answers.json`. Chapter 7 reads that file, checks every prompt hash against the live
-pipeline (a changed pipeline forces a rerun), generates a few answers again live, and computes every
-statistic itself with `citations.check_answer`.
+`benchmarks/results/answers.json`. Chapter 7's lab reads that file, checks every prompt hash against the
+live pipeline (a changed pipeline forces a rerun) and computes every statistic itself with
+`citations.check_answer`; no notebook generates text live.
 
 Run: `nice -n 19 python benchmarks/generate_answers.py` (about 10 minutes on 2 cores).
 """
