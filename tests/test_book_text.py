@@ -145,7 +145,6 @@ GENERATED = re.compile("|".join([
 ]), re.IGNORECASE)
 # page -> who fixes it (strict xfail: when the fix lands, the entry goes)
 GENERATED_KNOWN = {
-    "notebooks/03-dense-retrieval.html": "lessons-a",
 }
 
 

@@ -569,7 +569,7 @@ def test_the_exported_corpus_reads_back_exactly(book_runs, corpus):
 @pytest.mark.parametrize("subset", ["all", "original"])
 def test_strategy_e_equals_chapters_3_and_4(book_runs, subset):
     """Every recall@k and MRR of E equals what chapter 3 (dense) and chapter 4 (BM25, hybrid) glued."""
-    three, four = glued("03-dense-retrieval.ipynb"), glued("labs/04-bm25-hybrid.ipynb")  # ch. 4: its lab
+    three, four = glued("labs/03-dense-retrieval.ipynb"), glued("labs/04-bm25-hybrid.ipynb")  # their labs
     runs = book_runs[1][subset]
     part = "" if subset == "all" else "_32"
     assert runs["dense"]["queries"] == (420 if subset == "all" else 64)

@@ -605,15 +605,9 @@ def _questions_after_answer_names(text: str, names: list[str]) -> list[str]:
     return [s for s in sentences[(named[-1] + 1 if named else 0):] if s.rstrip("*_) ").endswith("?")]
 
 
-# chapter -> what is left (a strict xfail: the entry goes when its exercises are marked)
-UNMARKED_KNOWN = {"03-dense-retrieval": "3.2's follow-up"}
-
-
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
-def test_every_question_an_exercise_asks_has_a_place_to_answer(path, request):
+def test_every_question_an_exercise_asks_has_a_place_to_answer(path):
     """Issue 45: a follow-up question no variable answers is marked as discussed in class, with a rubric."""
-    if path.stem in UNMARKED_KNOWN:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=UNMARKED_KNOWN[path.stem]))
     nb = nbformat.read(path, as_version=4)
     unmarked = []
     for cell in answer_cells(nb):

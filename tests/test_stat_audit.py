@@ -177,7 +177,6 @@ def _n_to_detect(rows: list[list[str]]) -> list[str]:
 # notebook stem -> who fixes what the audit finds there (a strict xfail until they do)
 # (lessons-a/b: when you fix one, or move the sentence into your lab, edit this entry in the same commit)
 KNOWN: dict[str, str] = {
-    "03-dense-retrieval": "lessons-a: 'non-inferior' (E against C) with no margin stated in advance",
 }
 
 
