@@ -420,7 +420,7 @@ def _save_matrices(path: Path, matrices: dict[str, np.ndarray]) -> None:
     """One npz of many matrices (keys, row counts, rows stacked), replaced whole so a reader never sees half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     keys = sorted(matrices)
-    tmp = path.with_suffix(".tmp.npz")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")  # two processes saving at once never share a file
     np.savez(tmp, keys=np.array(keys), lengths=np.array([len(matrices[k]) for k in keys]),
              tokens=np.concatenate([matrices[k] for k in keys]))
     os.replace(tmp, path)
