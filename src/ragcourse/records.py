@@ -174,15 +174,27 @@ class TrecLine(NamedTuple):
     line: int
 
 
+def _fields(text: str | None, count: int, form: str) -> list[str] | str:
+    """A line's whitespace-separated fields, or why it is not `form` (`count` fields, UTF-8).
+
+    >>> _fields("q1 0 a.md 2", 4, "qid 0 docno grade")
+    ['q1', '0', 'a.md', '2']
+    >>> _fields("q1 a.md", 4, "qid 0 docno grade")
+    'expected 4 fields (qid 0 docno grade), got 2'
+    """
+    if text is None:
+        return "not UTF-8 text (save the file as UTF-8)"
+    parts = text.split()
+    return parts if len(parts) == count else f"expected {count} fields ({form}), got {len(parts)}"
+
+
 def _trec_line(number: int, text: str | None) -> TrecLine | str:
     """A TrecLine, or why the line is not `qid Q0 docno rank score tag`."""
     from urllib.parse import unquote
 
-    if text is None:
-        return "not UTF-8 text (save the file as UTF-8)"
-    parts = text.split()
-    if len(parts) != 6:
-        return f"expected 6 fields (qid Q0 docno rank score tag), got {len(parts)}"
+    parts = _fields(text, 6, "qid Q0 docno rank score tag")
+    if isinstance(parts, str):
+        return parts
     try:
         rank, score = int(parts[3]), float(parts[4])
     except ValueError:
@@ -251,11 +263,9 @@ def _qrels_line(number: int, text: str | None) -> Judgement | str:
     """A Judgement from a TREC qrels line (`qid 0 docno grade`, both ids URL-unquoted), or why not."""
     from urllib.parse import unquote
 
-    if text is None:
-        return "not UTF-8 text (save the file as UTF-8)"
-    parts = text.split()
-    if len(parts) != 4:
-        return f"expected 4 fields (qid 0 docno grade), got {len(parts)}"
+    parts = _fields(text, 4, "qid 0 docno grade")
+    if isinstance(parts, str):
+        return parts
     grade = _grade(parts[3])
     return grade if isinstance(grade, str) else Judgement(unquote(parts[0]), unquote(parts[2]), grade, number)
 
