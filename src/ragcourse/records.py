@@ -174,6 +174,23 @@ class TrecLine(NamedTuple):
     line: int
 
 
+def _parsed(path: Path, read: list, parse, again: str) -> tuple[list, list[Rejected]]:
+    """Each (number, text) line parsed to an item with `query` and `docno`, or to why not; a pair seen before
+    is refused (`again` says how), and each refusal names its file and line."""
+    items, rejected, seen = [], [], {}
+    for number, text in read:
+        item = parse(number, text)
+        if not isinstance(item, str) and (item.query, item.docno) in seen:
+            item = f"{item.docno[:80]!r} {again} for query {item.query[:80]!r} (first on line " \
+                   f"{seen[item.query, item.docno]})"
+        if isinstance(item, str):
+            rejected.append(Rejected(where(path, number), item))
+            continue
+        seen[item.query, item.docno] = number
+        items.append(item)
+    return items, rejected
+
+
 def _fields(text: str | None, count: int, form: str) -> list[str] | str:
     """A line's whitespace-separated fields, or why it is not `form` (`count` fields, UTF-8).
 
@@ -211,17 +228,8 @@ def parse_trec_run(path: str | Path) -> tuple[dict[str, list[TrecLine]], list[Re
     whole cannot be read."""
     path = Path(path)
     by_query: dict[str, list[TrecLine]] = {}
-    seen: dict[tuple[str, str], int] = {}
-    rejected = []
-    for number, text in lines(file_bytes(path)):
-        item = _trec_line(number, text)
-        if isinstance(item, TrecLine) and (item.query, item.docno) in seen:
-            item = f"{item.docno[:80]!r} repeats for query {item.query[:80]!r} (first on line " \
-                   f"{seen[item.query, item.docno]})"
-        if isinstance(item, str):
-            rejected.append(Rejected(where(path, number), item))
-            continue
-        seen[item.query, item.docno] = number
+    items, rejected = _parsed(path, lines(file_bytes(path)), _trec_line, "repeats")
+    for item in items:
         by_query.setdefault(item.query, []).append(item)
     return {q: sorted(items, key=lambda i: (-i.score, i.rank)) for q, items in by_query.items()}, rejected
 
@@ -290,15 +298,4 @@ def parse_judgements(path: str | Path) -> tuple[list[Judgement], list[Rejected]]
     path = Path(path)
     read = lines(file_bytes(path))
     parse = _json_judgement if read and (read[0][1] or "").lstrip().startswith("{") else _qrels_line
-    judgements, rejected, seen = [], [], {}
-    for number, text in read:
-        item = parse(number, text)
-        if isinstance(item, Judgement) and (item.query, item.docno) in seen:
-            item = f"{item.docno[:80]!r} is judged again for query {item.query[:80]!r} (first on line " \
-                   f"{seen[item.query, item.docno]})"
-        if isinstance(item, str):
-            rejected.append(Rejected(where(path, number), item))
-            continue
-        seen[item.query, item.docno] = number
-        judgements.append(item)
-    return judgements, rejected
+    return _parsed(path, read, parse, "is judged again")
