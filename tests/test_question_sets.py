@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragcourse.corpus import Document, collapse
+from ragcourse.corpus import collapse
 from ragcourse.groundtruth import GroundTruthError
 from ragcourse.paths import RESULTS_DIR
 from ragcourse.question_sets import (
@@ -22,11 +22,8 @@ from ragcourse.question_sets import (
     summarize,
     word_overlap,
 )
+from tests.test_groundtruth import TOY  # the same two-document corpus as the ground truth's tests
 
-TOY = [
-    Document("a", "Doc A", "Intro line.\n\n## Setup\n\nRun the tool\nwith care.\n\n## Shared\n\nSame text."),
-    Document("b", "Doc B", "## Other\n\nSame text.\n\nA unique line in b."),
-]
 GOOD = {"id": "t1", "procedure": "topic-first", "doc": "a", "needle": "Run the tool with care.",
         "question": "How do I run the tool?", "source": "Setup", "answerable": True}
 OPEN = {"id": "t2", "procedure": "topic-first", "doc": "b", "question": "Is there a GUI?", "source": "Other",
