@@ -126,7 +126,6 @@ lint: $(STAMPS)/install
 # nbval must pass both times, or a stored number depends on the machine. After each chapter's last cell,
 # nbval's kernel also grades the chapter with the kit (notebooks/conftest.py): full marks, then 0 for stubs.
 # That grading runs in the first pass only (RAGCOURSE_KIT_SELFTEST=0 in the second), to keep CI short.
-# The second pass runs beside the first (notebooks against tests: the two cores are rarely both busy otherwise);
 # OpenMP threads wait without spinning, so that neither pass's two torch threads starve the other's.
 OLDER_CPU := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2 RAGCOURSE_CACHE=$(CURDIR)/data/cache-older-cpu \
 	RAGCOURSE_KIT_SELFTEST=0
