@@ -113,3 +113,33 @@ def test_a_needle_not_found_shows_the_nearest_passage_and_its_markup_as_read(fol
     assert "nearest passage of the extracted text (guide.rst): 'New in version 2.1: Routes may name a queue by a " \
            "glob pattern.'" in near and "markup" not in near
     assert "could not be read" not in near  # the autodoc stub holds no text: it did not fail
+
+
+def test_a_needle_in_markup_that_reading_removes_is_found_in_its_source_file(tmp_path):
+    from ragcourse.cli.folder import check_folder_questions
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.rst").write_text(
+        "Guide\n=====\n\nThe broker keeps every message until a worker acknowledges it.\n\n"
+        ".. The retry budget is five attempts per hour.\n\n"
+        ".. image:: queue.png\n   :alt: A queue drawn as seven boxes in a row.\n\n"
+        ".. toctree::\n\n   routing-for-experts\n", encoding="utf-8")
+    read = read_folder(docs)
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        '{"id": "comment", "question": "?", "needle": "The retry budget is five attempts per hour."}\n'
+        '{"id": "option", "question": "?", "needle": "A queue drawn as seven boxes in a row."}\n'
+        '{"id": "toctree", "question": "?", "needle": "routing-for-experts"}\n'
+        '{"id": "typo", "question": "?", "needle": "The broker keeps every message until a worker says so."}\n',
+        encoding="utf-8")
+    reasons = {r.where.rsplit(":", 1)[1]: r.reason for r in
+               check_folder_questions(questions, read.documents, read.failed, root=read.root).rejected}
+    assert "it is in the source file 'guide.rst' at line 6, column 4, in a comment, which reading removes" \
+        in reasons["1"]
+    assert "at line 9, column 10, in an option of the image directive, which reading removes" in reasons["2"]
+    assert "at line 13, column 4, in the body of the toctree directive, which reading removes" in reasons["3"]
+    assert "source file" not in reasons["4"] and "nearest passage of the extracted text (guide.rst): " \
+        "'The broker keeps every message until a worker acknowledges it.'" in reasons["4"]
+    for_a_reader = check_folder_questions(questions, read.documents, read.failed, reader="bob", root=read.root)
+    assert all("source file" not in r.reason for r in for_a_reader.rejected)  # --user: no file is opened

@@ -167,11 +167,14 @@ class _Folder:
     titles: dict[str, str]
     failed: dict[str, str]
     reader: str | None = None
+    root: str = ""  # the folder read: its source files say where a needle that reading removed sits
 
     @classmethod
-    def of(cls, documents: Sequence[Document], failed: Sequence[Failure], reader: str | None = None) -> _Folder:
+    def of(cls, documents: Sequence[Document], failed: Sequence[Failure], reader: str | None = None,
+           root: str | Path = "") -> _Folder:
         return cls(tuple(documents), {d.id: collapse(d.text) for d in documents},
-                   {d.id: collapse(d.title) for d in documents}, {f.path: f.reason for f in failed}, reader)
+                   {d.id: collapse(d.title) for d in documents}, {f.path: f.reason for f in failed}, reader,
+                   str(root))
 
 
 def doc_id(path: str) -> str:
@@ -241,6 +244,8 @@ def not_found(needle: str, folder: _Folder) -> str:
         found = plain and any(plain in text for text in folder.texts.values())
         message += (f"; it carries reStructuredText markup, which reading strips: as read it is {plain!r}"
                     + (", which the folder holds: use that" if found else ""))
+    elif (stripped := stripped_markup(needle, folder)) is not None:
+        message += f"; {stripped}"
     near = nearest_passage(needle, folder.texts)
     if near is not None:
         message += f"; nearest passage of the extracted text ({near[0]}): {shorten(near[1], SHOWN_CHARS)!r}"
@@ -255,6 +260,61 @@ def _as_read(needle: str) -> str:
         return collapse(render_document(parse(needle, "needle.rst"))[1])
     except Exception:  # a needle docutils cannot parse: no advice rather than none at all
         return ""
+
+
+def _sources(folder: _Folder):
+    """(path, source text) of each file of the folder that was read (documents, then files with no text)."""
+    paths = [*folder.texts, *(p for p, reason in folder.failed.items() if reason.startswith(NO_TEXT_REASONS))]
+    for path in paths:
+        try:
+            yield path, (Path(folder.root) / path).read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+
+
+def stripped_markup(needle: str, folder: _Folder) -> str | None:
+    """Where a needle that is not in the text as read sits in a source file, and what reading removed there
+    (a comment, a directive's option, a directive whose text is dropped, a section title), or None.
+    Never for a reader of part of the folder (`--user`): no other file is opened."""
+    if folder.reader is not None or not folder.root:
+        return None
+    for path, source in _sources(folder):
+        found = source_position(source, needle, words=64)
+        if found is not None:
+            line, column = found
+            return (f"it is in the source file {path!r} at line {line}, column {column}, in "
+                    f"{markup_at(source.split(chr(10)), line - 1)}, which reading removes: a needle must be "
+                    "text a reader sees")
+    return None
+
+
+def markup_at(lines: list[str], i: int) -> str:
+    """What holds line i of a reStructuredText source, as reading sees it.
+
+    >>> src = [".. note::", "   :class: x", "", "Title", "=====", "..", "   hidden", ".. toctree::", "   a"]
+    >>> [markup_at(src, i) for i in (1, 3, 6, 8)]
+    ['an option of the note directive', 'a section title', 'a comment', 'the body of the toctree directive']
+    """
+    if i + 1 < len(lines) and re.fullmatch(r"([=\-`:'\"~^_*+#<>.])\1{2,}\s*", lines[i + 1]) and lines[i].strip():
+        return "a section title"
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    for j in range(i, -1, -1):
+        line = lines[j]
+        if not line.strip() or (j < i and len(line) - len(line.lstrip()) >= indent):
+            continue
+        directive = re.match(r"\s*\.\.\s+([\w:.+-]+)::", line)
+        if directive:
+            option = j < i and re.match(r"\s*:[\w -]+:", lines[i]) and all(
+                re.match(r"\s*:[\w -]+:", lines[k]) for k in range(j + 1, i + 1))
+            where = "an option of" if option else "the line of" if j == i else "the body of"
+            return f"{where} the {directive.group(1)} directive"
+        if re.match(r"\s*\.\.(\s|$)", line):
+            return "a comment"
+        if j < i:
+            indent = len(line) - len(line.lstrip())
+            if indent == 0:
+                break
+    return "markup (an HTML comment, a script, an attribute...)"
 
 
 def nearest_passage(needle: str, texts: dict[str, str]) -> tuple[str, str] | None:
@@ -274,10 +334,11 @@ def nearest_passage(needle: str, texts: dict[str, str]) -> tuple[str, str] | Non
 
 
 def check_folder_questions(path: str | Path, documents: Sequence[Document], failed: Sequence[Failure] = (),
-                           reader: str | None = None) -> CheckedQuestions:
+                           reader: str | None = None, root: str | Path = "") -> CheckedQuestions:
     """Every line of a questions file as a Question or a `Rejected` (file:line, why): one bad line costs only
     itself. GroundTruthError only when the file as a whole cannot be used (unreadable, an unfilled template).
-    With `reader`, `documents` are all that reader may read: a line about anything else is only "not readable"."""
+    With `reader`, `documents` are all that reader may read: a line about anything else is only "not readable".
+    `root`: the folder the documents were read from (a needle reading removed is then found in its source)."""
     path = Path(path)
     if not documents:
         raise GroundTruthError(f"{path}: the folder has no readable documents to check needles against")
@@ -290,7 +351,7 @@ def check_folder_questions(path: str | Path, documents: Sequence[Document], fail
                                "is embedded and ranked in every run): sample or split the file")
     if records and not any(r.get("question", "").strip() for _, r in records):
         _blank_questions(path, records)  # an unfilled template: say so once, not line by line
-    folder, questions = _Folder.of(documents, failed, reader), []
+    folder, questions = _Folder.of(documents, failed, reader, root), []
     for number, record in records:
         try:
             questions.append(_folder_question(record, folder))

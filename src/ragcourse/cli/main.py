@@ -344,7 +344,7 @@ def _checked_questions(args: argparse.Namespace, corpus):
     each bad line named on stderr and left out, the rest kept; ValueError when none is left to measure."""
     from .folder import check_folder_questions
 
-    checked = check_folder_questions(args.questions, corpus.documents, corpus.failed, reader=args.user)
+    checked = check_folder_questions(args.questions, corpus.documents, corpus.failed, args.user, corpus.root)
     _tell_left_out(checked.rejected)
     if not checked.questions:
         raise ValueError(f"no question of {args.questions} can be measured: {len(checked.rejected)} line(s) "
