@@ -2,15 +2,19 @@
 
 Exports the course corpus as files, runs `ragcourse eval` on it with the original chapter's 32
 questions and the out-of-domain queries (strategies C and E, dense and hybrid), opens the report in
-headless chromium (tests/browser.py) and keeps the top of the page:
+headless chromium (tests/browser.py, 1280 px wide) and keeps the top of the page. Beside the picture it writes
+how it was made (book/figures/eval-report.json: the command, the report's sections in order, the picture's
+sha256), which tests/test_eval_outputs.py compares with the report the code writes today:
 
-    python scripts/screenshot_eval_report.py [--out book/figures/eval-report.png]
+    python scripts/screenshot_eval_report.py [--out book/figures/eval-report.png] [--cache-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "book" / "figures" / "eval-report.png")
     parser.add_argument("--height", type=int, default=1500, help="pixels kept from the top of the page")
+    parser.add_argument("--cache-dir", type=Path, default=CACHE_ROOT, help="the vector cache (default: the "
+                        "chapters')")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -41,9 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         questions.write_text("".join(json.dumps({"id": q.id, "needle": q.needle, "question": q.question,
                                                  "ticket": q.ticket}) + "\n"
                                      for q in load_questions(corpus=corpus, subset="original")), encoding="utf-8")
+        options = ["--strategies", "C,E", "--methods", "dense,hybrid"]
         status = cli(["eval", str(root / "my-docs"), "--questions", str(questions), "--out-of-domain",
-                      str(OUT_OF_DOMAIN_FILE), "--strategies", "C,E", "--methods", "dense,hybrid",
-                      "--cache-dir", str(CACHE_ROOT), "--out", str(root / "report")])  # the chapters' vectors
+                      str(OUT_OF_DOMAIN_FILE), *options, "--cache-dir", str(args.cache_dir),
+                      "--out", str(root / "report")])
         if status:
             return status
         page = load_page(root / "report" / "report.html", root / "full.png")
@@ -52,7 +59,14 @@ def main(argv: list[str] | None = None) -> int:
             top = full.crop((0, 0, full.width, min(full.height, args.height)))
             args.out.parent.mkdir(parents=True, exist_ok=True)
             top.save(args.out, optimize=True)
-    print(f"wrote {args.out}")
+        page_html = (root / "report" / "report.html").read_text(encoding="utf-8")
+    record = {"made_by": "python scripts/screenshot_eval_report.py",
+              "eval": "ragcourse eval COURSE-CORPUS --questions ORIGINAL-32 --out-of-domain OUT-OF-DOMAIN "
+                      + " ".join(options), "width": 1280, "height": args.height,
+              "sections": re.findall(r"<(?:h2|div) id='([\w-]+)'", page_html),
+              "png_sha256": hashlib.sha256(args.out.read_bytes()).hexdigest()}
+    args.out.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
     return 0
 
 

@@ -429,6 +429,22 @@ def test_the_report_fits_a_phone_and_captions_its_figures(rst_eval):
     assert 'alt="plot"' not in page
 
 
+def test_the_books_screenshot_shows_the_report_as_it_is_written_today(rst_eval):
+    """book/figures/eval-report.png is the picture scripts/screenshot_eval_report.py made, and the sections it
+    recorded come in the order the report writes them now (re-run the script when this fails)."""
+    import hashlib
+    import re
+    from pathlib import Path
+
+    figure = Path(__file__).resolve().parents[1] / "book" / "figures" / "eval-report.png"
+    made = json.loads(figure.with_suffix(".json").read_text(encoding="utf-8"))
+    assert hashlib.sha256(figure.read_bytes()).hexdigest() == made["png_sha256"]
+    now = re.findall(r"<(?:h2|div) id='([\w-]+)'", (rst_eval[0] / "report.html").read_text(encoding="utf-8"))
+    assert [s for s in made["sections"] if s in now] == [s for s in now if s in made["sections"]]
+    assert made["sections"][:2] == now[:2] == ["verdict", "runs"]  # the report opens on the answer
+    assert made["sections"][-1] == now[-1] == "files"  # the files not read come last
+
+
 def test_the_terminal_names_the_missed_queries(tmp_path, stand_in, capsys):
     docs, out = write_folder(tmp_path / "docs"), tmp_path / "out"
     questions = write_questions(tmp_path / "q.jsonl")
