@@ -65,6 +65,19 @@ def test_maxsim_many_agrees_with_maxsim_per_passage():
     np.testing.assert_allclose(maxsim_many(q, passages), expected, atol=1e-5)
 
 
+def test_maxsim_many_is_the_same_product_on_float16_or_float32_passages_and_one_blas_thread():
+    """Score holds float32 copies of the cached float16 matrices: the same values, so the same scores, bit for bit,
+    as the product on the float16 matrices with numpy's BLAS left at its own thread count."""
+    rng = np.random.default_rng(1)
+    q = rng.normal(size=(14, 384)).astype(np.float32)
+    passages = [rng.normal(size=(n, 384)).astype(np.float16) for n in rng.integers(40, 250, size=25)]
+    stacked = np.concatenate(passages).astype(np.float32)
+    starts = np.concatenate(([0], np.cumsum([len(p) for p in passages])[:-1]))
+    free = np.maximum.reduceat(q @ stacked.T, starts, axis=1).sum(axis=0, dtype=np.float64)
+    held = maxsim_many(q, [p.astype(np.float32) for p in passages])
+    assert held.tolist() == maxsim_many(q, passages).tolist() == np.round(free, 6).tolist()
+
+
 def test_maxsim_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match="expected non-empty"):
         maxsim(np.ones((2, 3)), np.ones((2, 4)))
