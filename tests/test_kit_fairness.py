@@ -95,7 +95,7 @@ def case_1_1(mp):
 
 def _repeated_sentence(min_words: int) -> dict:
     from ragcourse.corpus import load_corpus
-    from ragcourse.groundtruth import collapse
+    from ragcourse.words import collapse
 
     for doc in load_corpus():
         text = collapse(doc.text)
