@@ -1,7 +1,7 @@
 """The instructor guide's tables: per chapter, its objectives, prerequisites and time, and each exercise.
 
-`python -m kit.guide` writes book/instructor-tables.inc, which book/instructor-guide.md includes;
-`python -m kit.guide --check` fails when the committed file is not what the notebooks and checks give.
+`python -m kit.guide` writes book/instructor-tables.inc, which book/instructor-guide.md includes; the book
+build writes it too (book/_ext/instructor_tables.py), so it is generated, never committed or edited.
 The public tables carry no rubric (a rubric states the expected prediction); `python -m kit.guide
 --instructor FILE` (`make guide`) writes the instructor edition: the guide with every rubric and the
 instructor-only notes of kit/instructor-notes.md, never part of the book.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,6 +145,20 @@ def tables(notebooks: list[Path], checks_dir: Path, instructor: bool = False) ->
     return "\n".join(lines).rstrip() + "\n"
 
 
+def write_tables(notebooks: list[Path] | None = None, out: Path = OUT) -> bool:
+    """Write the public tables to `out` when their text changed (True when it was written)."""
+    text = tables(notebooks or chapters(), ROOT / "kit" / "checks")
+    if out.exists() and out.read_text(encoding="utf-8") == text:
+        return False
+    out.write_text(text, encoding="utf-8")
+    return True
+
+
+def chapters() -> list[Path]:
+    """The chapters (lessons) whose exercises the guide lists, in order."""
+    return sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+
+
 def instructor_edition(notebooks: list[Path], checks_dir: Path) -> str:
     """The instructor edition: the public guide, its tables with the rubrics, then the instructor-only notes."""
     guide = GUIDE.read_text(encoding="utf-8")
@@ -158,24 +171,15 @@ def instructor_edition(notebooks: list[Path], checks_dir: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the committed file is stale")
     parser.add_argument("--instructor", type=Path, help="write the instructor edition (with rubrics) to this file")
     args = parser.parse_args(argv)
-    notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    notebooks = chapters()
     if args.instructor:
         args.instructor.parent.mkdir(parents=True, exist_ok=True)
         args.instructor.write_text(instructor_edition(notebooks, ROOT / "kit" / "checks"), encoding="utf-8")
         print(f"wrote {args.instructor} (the instructor edition: do not publish it)")
         return 0
-    text = tables(notebooks, ROOT / "kit" / "checks")
-    if args.check:
-        current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
-        if current != text:
-            print(f"{OUT} is stale: run `python -m kit.guide`", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT}")
+    print(f"wrote {OUT}" if write_tables(notebooks) else f"{OUT} is current")
     return 0
 
 

@@ -515,9 +515,12 @@ def test_guide_parses_the_chapter_box_and_lists_each_exercise():
     assert "**Rubric, exercise 90.3 (prediction).** Full: the prediction is made before measuring" in instructor
 
 
-def test_the_committed_guide_tables_are_current():
-    text = guide.tables(CHAPTERS, ROOT / "kit" / "checks")
-    assert guide.OUT.read_text(encoding="utf-8") == text, "stale: run `python -m kit.guide` and commit the file"
+def test_the_guide_tables_are_written_by_the_build_and_only_when_they_change(tmp_path):
+    out = tmp_path / "instructor-tables.inc"
+    assert guide.write_tables([FIXTURE], out) and "| 90.2 | function | 3 |" in out.read_text(encoding="utf-8")
+    assert not guide.write_tables([FIXTURE], out)  # unchanged: not rewritten, so Sphinx does not re-read the page
+    config = (ROOT / "book" / "_config.yml").read_text(encoding="utf-8")
+    assert "instructor_tables: _ext" in config and "book/instructor-tables.inc" in (ROOT / ".gitignore").read_text()
 
 
 # ---- the real chapters ------------------------------------------------------------------------------
