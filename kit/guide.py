@@ -6,7 +6,8 @@ The public tables carry no rubric (a rubric states the expected prediction); `py
 --instructor FILE` (`make guide`) writes the instructor edition: the guide with every rubric and the
 instructor-only notes of kit/instructor-notes.md, never part of the book.
 Objectives, prerequisites and time come from each chapter's "In this chapter" admonition; an exercise's
-kind, points, minutes and rubric from its answer cell; what it checks from its hidden check's docstring.
+kind, minutes and rubric from its answer cell; its points and what it checks from its hidden check (the
+`@check` declaration in kit/checks/chNN.py, the one place an exercise's points are written).
 """
 
 from __future__ import annotations
@@ -119,9 +120,10 @@ def chapter_table(path: Path, checks: dict[str, Hidden], instructor: bool = Fals
     if not answers:
         return lines + ["No graded exercises yet.", ""]
     lines += ["| Ex. | Kind | Points | Min | The hidden check tests |", "|---|---|---|---|---|"]
+    points = {ex["id"]: checks[ex["id"]].points if ex["id"] in checks else 0 for ex in answers}
     for ex in answers:
         tests = checks[ex["id"]].tests if ex["id"] in checks else "**no hidden check registered**"
-        lines.append(f"| {ex['id']} | {ex.get('kind', '?')} | {ex.get('points', '?')} | {ex.get('minutes', '?')} "
+        lines.append(f"| {ex['id']} | {ex.get('kind', '?')} | {points[ex['id']] or '?'} | {ex.get('minutes', '?')} "
                      f"| {_cell(tests)} |")
     by_rubric = [ex for ex in answers if ex.get("kind") in GRADED_BY_RUBRIC]
     for ex in answers if instructor else []:  # every rubric: a value exercise's names its discussed questions
@@ -130,7 +132,7 @@ def chapter_table(path: Path, checks: dict[str, Hidden], instructor: bool = Fals
     if by_rubric and not instructor:
         lines += ["", f"Read against a rubric: {', '.join(ex['id'] for ex in by_rubric)} (the rubrics are in the "
                   "instructor edition, `make guide`)."]
-    total = sum(int(ex.get("points", 0)) for ex in answers)
+    total = sum(points.values())
     minutes = sum(int(ex.get("minutes", 0)) for ex in answers)
     return lines + ["", f"{len(answers)} exercises, {total} points, about {minutes} min of exercises.", ""]
 
@@ -145,9 +147,10 @@ def tables(notebooks: list[Path], checks_dir: Path, instructor: bool = False) ->
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_tables(notebooks: list[Path] | None = None, out: Path = OUT) -> bool:
+def write_tables(notebooks: list[Path] | None = None, out: Path = OUT,
+                 checks_dir: Path = ROOT / "kit" / "checks") -> bool:
     """Write the public tables to `out` when their text changed (True when it was written)."""
-    text = tables(notebooks or chapters(), ROOT / "kit" / "checks")
+    text = tables(notebooks or chapters(), checks_dir)
     if out.exists() and out.read_text(encoding="utf-8") == text:
         return False
     out.write_text(text, encoding="utf-8")
