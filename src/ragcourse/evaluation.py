@@ -9,6 +9,8 @@ p-values for the number of variants tried (Holm's step-down correction), and `ve
 comparison into the sentence the book prints. Chapter 6's measurements live here too, not beside
 what they measure: `distances_to_needle`, `sweep` (the gate of `ragcourse.gate` at each cut), and
 `auc`, `auc_interval`, `tradeoff`, `gate_mistakes` (how well a signal separates answerable from unanswerable).
+How the book prints a p-value (`p_text`) and measures latency (`latency_ms`: a warm-up, the fastest of three
+runs per item, the median over items) are defined here once, for the chapters, the CLI and the benchmarks.
 
 What it leaves out: graded relevance and several relevant chunks per query (`ragcourse.graded`, chapter 12),
 and corrections other than Holm's (e.g. false-discovery-rate control).
