@@ -10,7 +10,8 @@ comparison into the sentence the book prints. Chapter 6's measurements live here
 what they measure: `distances_to_needle`, `sweep` (the gate of `ragcourse.gate` at each cut), and
 `auc`, `auc_interval`, `tradeoff`, `gate_mistakes` (how well a signal separates answerable from unanswerable).
 How the book prints a p-value (`p_text`) and measures latency (`latency_ms`: a warm-up, the fastest of three
-runs per item, the median over items) are defined here once, for the chapters, the CLI and the benchmarks.
+runs per item, the median over items) are defined here once, for the chapters and the benchmarks (`ragcourse
+eval` times the one run it makes of each query and reports that run's median and 95th percentile).
 
 What it leaves out: graded relevance and several relevant chunks per query (`ragcourse.graded`, chapter 12),
 and corrections other than Holm's (e.g. false-discovery-rate control).
