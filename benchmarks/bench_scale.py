@@ -7,9 +7,10 @@ One command rewrites ``benchmarks/results/scale.json`` (the appendix notebook on
 The corpus grows by copies of the strategy-E chunks. Copy j of a text drops each word with
 probability 0.1 (seeded by j) and ends with the token ``copyj``, so document frequencies and lengths
 are not exact multiples of the original's and BM25's statistics stay meaningful; copy j of a vector
-is the chunk's vector plus Gaussian noise (sd 0.02 per dimension), renormalised. Times are medians
-over ``--repeats`` passes of the 64 ground-truth queries (BM25: passes alternate between the
-peers, and the speedup is the median of the ratios of neighbouring passes); the load average is
+is the chunk's vector plus Gaussian noise (sd 0.02 per dimension), renormalised. Times follow the
+book's one latency protocol (`ragcourse.evaluation.latency_ms`): each query runs ``--repeats`` times, the
+fastest run counts, and the median over the ground-truth queries is reported (BM25: the peers alternate
+query by query, and the speedup is the median of the per-query ratios); the load average is
 recorded before and after each section, since a busy machine slows everything down. Past 1x the
 dense timings use 3 passes, and Qdrant's local mode (pure Python) is timed once over the first 16
 queries (dense) and 2 queries (BM25). Exits 1 when BM25 is slower than
@@ -33,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ragcourse.bm25 import BM25, tokenize
+from ragcourse.evaluation import latencies_ms, latency_ms
 from ragcourse.paths import RESULTS_DIR
 
 RESULTS = RESULTS_DIR / "scale.json"
@@ -57,26 +59,13 @@ def grow_vectors(vectors: np.ndarray, factor: int, sd: float = 0.02) -> np.ndarr
 
 
 def ms_per_query(run: Callable[[object], object], queries: Sequence, repeats: int) -> float:
-    """Median over ``repeats`` passes of the mean milliseconds per query."""
-    passes = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for q in queries:
-            run(q)
-        passes.append((time.perf_counter() - start) * 1000 / len(queries))
-    return statistics.median(passes)
+    """Ms per query by the book's latency protocol (`evaluation.latency_ms`: fastest of ``repeats``, median)."""
+    return latency_ms(run, list(queries), repeats)
 
 
 def interleaved(runs: dict[str, Callable[[object], object]], queries: Sequence, repeats: int) -> dict:
-    """Per-pass ms per query of each run, passes alternating between runs so they share the machine's load."""
-    passes: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            for q in queries:
-                run(q)
-            passes[name].append((time.perf_counter() - start) * 1000 / len(queries))
-    return passes
+    """Each run's ms per query (fastest of ``repeats``), runs alternating query by query to share the load."""
+    return latencies_ms(runs, list(queries), repeats)
 
 
 def seconds(build: Callable[[], object]) -> tuple[object, float]:
@@ -124,7 +113,7 @@ def bm25_row(texts: Sequence[str], queries: Sequence[str], repeats: int, with_ok
     row = {"texts": len(texts), "build_s": {"ragcourse": ours_build, "bm25s": peer_build},
            "ms_per_query": {name: statistics.median(p) for name, p in passes.items()},
            "fastest_ms_per_query": {name: min(p) for name, p in passes.items()},
-           # the ratio within each pair of neighbouring passes, then its median: robust to a busy machine
+           # the ratio on each query, then its median: robust to a busy machine
            "speedup_vs_bm25s": statistics.median(b / a for a, b in zip(passes["ragcourse"], passes["bm25s"],
                                                                        strict=True))}
     if with_okapi:

@@ -28,10 +28,11 @@ import time
 
 from ragcourse import models
 from ragcourse.chunking import chunk_corpus, sentence_spans
-from ragcourse.corpus import collapse, load_corpus
+from ragcourse.corpus import load_corpus
 from ragcourse.groundtruth import GroundTruthError, Question, check_needle
 from ragcourse.paths import RESULTS_DIR
 from ragcourse.question_sets import QUESTION_SETS_DIR, extract_question, file_sha256
+from ragcourse.words import collapse
 
 OUT = RESULTS_DIR / "generated_questions.json"
 SET_FILE = QUESTION_SETS_DIR / "generated.jsonl"

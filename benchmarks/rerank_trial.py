@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ragcourse import pipeline
-from ragcourse.evaluation import evaluate, holm, randomization_test, summarize
+from ragcourse.evaluation import evaluate, holm, latency_ms, randomization_test, summarize
 from ragcourse.fusion import rrf
 from ragcourse.groundtruth import load_questions, queries
 from ragcourse.rerank import DEPTH, SKIP_PUNCTUATION, LateInteractionReranker, Reranker, rerank_rankings
@@ -30,23 +30,16 @@ SHORTLIST = DEPTH  # chapter 5's shortlist
 KS = (1, 4, SHORTLIST)
 
 
-def latency(reranker: Reranker, queries: Sequence[str], shortlists: Sequence[Sequence[str]],
-            warmup: bool = True) -> float:
-    """Mean wall-clock milliseconds of `reranker.score` per query (time.perf_counter).
+def latency(reranker: Reranker, queries: Sequence[str], shortlists: Sequence[Sequence[str]]) -> float:
+    """Milliseconds of `reranker.score` per query, by the book's latency protocol (`evaluation.latency_ms`).
 
-    With `warmup`, the first query is scored once untimed (lazy loading, first-call allocations).
     Passages the reranker caches (late interaction) should be indexed beforehand: this measures
     query time, not index time.
     """
     if len(queries) != len(shortlists) or not queries:
         raise ValueError(f"{len(queries)} queries, {len(shortlists)} shortlists: "
                          "expected as many of each, at least one")
-    if warmup:
-        reranker.score(queries[0], list(shortlists[0]))
-    started = time.perf_counter()
-    for query, passages in zip(queries, shortlists, strict=True):
-        reranker.score(query, list(passages))
-    return 1000 * (time.perf_counter() - started) / len(queries)
+    return latency_ms(lambda pair: reranker.score(pair[0], list(pair[1])), list(zip(queries, shortlists, strict=True)))
 
 
 def variants() -> list[tuple[str, object]]:

@@ -6,9 +6,9 @@ nothing that depends on the clock. Run it on a quiet machine:
 
     python benchmarks/timings.py [--out benchmarks/results/timings.json]
 
-Per-query steps are timed the way `timeit` recommends: each step runs three times on a query and the
-fastest run counts; the record holds the median over the 64 ground-truth queries. Cold costs (a chunk
-embedded with no cache, the generator's load) are measured on fixed samples.
+Per-query steps are timed with the book's one latency protocol, `ragcourse.evaluation.latency_ms`: a warm-up,
+then each step runs three times on a query and the fastest run counts; the record holds the median over
+queries. Cold costs (a chunk embedded with no cache, the generator's load) are measured on fixed samples.
 """
 
 from __future__ import annotations
@@ -17,10 +17,8 @@ import argparse
 import contextlib
 import io
 import json
-import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -29,25 +27,11 @@ from ragcourse import dense, models, pipeline
 from ragcourse.bm25 import tokenize
 from ragcourse.book.timings import TIMINGS_FILE, machine
 from ragcourse.chunking import STRATEGIES
+from ragcourse.evaluation import REPEATS, latency_ms
 from ragcourse.groundtruth import load_questions, queries
 from ragcourse.rerank import DEPTH
 
 SAMPLE = 32  # chunks per strategy for the cold embedding cost
-REPEATS = 3
-
-
-def per_query_ms(step: Callable[[object], object], items: list) -> float:
-    """Median over items of the fastest of REPEATS runs, in ms (after one untimed warm-up)."""
-    step(items[0])
-    fastest = []
-    for item in items:
-        runs = []
-        for _ in range(REPEATS):
-            started = time.perf_counter()
-            step(item)
-            runs.append(1000 * (time.perf_counter() - started))
-        fastest.append(min(runs))
-    return round(statistics.median(fastest), 4)
 
 
 def embedding_costs(retrievers: dict) -> dict:
@@ -96,7 +80,7 @@ def query_steps(retriever: pipeline.Retriever, texts: list[str]) -> dict:
         "rerank_query_tokens": lambda t: reranker.query_tokens(t),
         "rerank_maxsim_25": lambda t: maxsim_many(query_tokens[t], cached[t]),
     }
-    return {name: per_query_ms(step, texts) for name, step in steps.items()}
+    return {name: latency_ms(step, texts) for name, step in steps.items()}
 
 
 def token_index_cost(retriever: pipeline.Retriever, n: int = 48) -> dict:

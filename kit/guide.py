@@ -1,19 +1,19 @@
 """The instructor guide's tables: per chapter, its objectives, prerequisites and time, and each exercise.
 
-`python -m kit.guide` writes book/instructor-tables.inc, which book/instructor-guide.md includes;
-`python -m kit.guide --check` fails when the committed file is not what the notebooks and checks give.
+`python -m kit.guide` writes book/instructor-tables.inc, which book/instructor-guide.md includes; the book
+build writes it too (book/_ext/instructor_tables.py), so it is generated, never committed or edited.
 The public tables carry no rubric (a rubric states the expected prediction); `python -m kit.guide
 --instructor FILE` (`make guide`) writes the instructor edition: the guide with every rubric and the
 instructor-only notes of kit/instructor-notes.md, never part of the book.
 Objectives, prerequisites and time come from each chapter's "In this chapter" admonition; an exercise's
-kind, points, minutes and rubric from its answer cell; what it checks from its hidden check's docstring.
+kind, minutes and rubric from its answer cell; its points and what it checks from its hidden check (the
+`@check` declaration in kit/checks/chNN.py, the one place an exercise's points are written).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,9 +120,10 @@ def chapter_table(path: Path, checks: dict[str, Hidden], instructor: bool = Fals
     if not answers:
         return lines + ["No graded exercises yet.", ""]
     lines += ["| Ex. | Kind | Points | Min | The hidden check tests |", "|---|---|---|---|---|"]
+    points = {ex["id"]: checks[ex["id"]].points if ex["id"] in checks else 0 for ex in answers}
     for ex in answers:
         tests = checks[ex["id"]].tests if ex["id"] in checks else "**no hidden check registered**"
-        lines.append(f"| {ex['id']} | {ex.get('kind', '?')} | {ex.get('points', '?')} | {ex.get('minutes', '?')} "
+        lines.append(f"| {ex['id']} | {ex.get('kind', '?')} | {points[ex['id']] or '?'} | {ex.get('minutes', '?')} "
                      f"| {_cell(tests)} |")
     by_rubric = [ex for ex in answers if ex.get("kind") in GRADED_BY_RUBRIC]
     for ex in answers if instructor else []:  # every rubric: a value exercise's names its discussed questions
@@ -131,7 +132,7 @@ def chapter_table(path: Path, checks: dict[str, Hidden], instructor: bool = Fals
     if by_rubric and not instructor:
         lines += ["", f"Read against a rubric: {', '.join(ex['id'] for ex in by_rubric)} (the rubrics are in the "
                   "instructor edition, `make guide`)."]
-    total = sum(int(ex.get("points", 0)) for ex in answers)
+    total = sum(points.values())
     minutes = sum(int(ex.get("minutes", 0)) for ex in answers)
     return lines + ["", f"{len(answers)} exercises, {total} points, about {minutes} min of exercises.", ""]
 
@@ -146,6 +147,21 @@ def tables(notebooks: list[Path], checks_dir: Path, instructor: bool = False) ->
     return "\n".join(lines).rstrip() + "\n"
 
 
+def write_tables(notebooks: list[Path] | None = None, out: Path = OUT,
+                 checks_dir: Path = ROOT / "kit" / "checks") -> bool:
+    """Write the public tables to `out` when their text changed (True when it was written)."""
+    text = tables(notebooks or chapters(), checks_dir)
+    if out.exists() and out.read_text(encoding="utf-8") == text:
+        return False
+    out.write_text(text, encoding="utf-8")
+    return True
+
+
+def chapters() -> list[Path]:
+    """The chapters (lessons) whose exercises the guide lists, in order."""
+    return sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+
+
 def instructor_edition(notebooks: list[Path], checks_dir: Path) -> str:
     """The instructor edition: the public guide, its tables with the rubrics, then the instructor-only notes."""
     guide = GUIDE.read_text(encoding="utf-8")
@@ -158,24 +174,15 @@ def instructor_edition(notebooks: list[Path], checks_dir: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the committed file is stale")
     parser.add_argument("--instructor", type=Path, help="write the instructor edition (with rubrics) to this file")
     args = parser.parse_args(argv)
-    notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    notebooks = chapters()
     if args.instructor:
         args.instructor.parent.mkdir(parents=True, exist_ok=True)
         args.instructor.write_text(instructor_edition(notebooks, ROOT / "kit" / "checks"), encoding="utf-8")
         print(f"wrote {args.instructor} (the instructor edition: do not publish it)")
         return 0
-    text = tables(notebooks, ROOT / "kit" / "checks")
-    if args.check:
-        current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
-        if current != text:
-            print(f"{OUT} is stale: run `python -m kit.guide`", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT}")
+    print(f"wrote {OUT}" if write_tables(notebooks) else f"{OUT} is current")
     return 0
 
 

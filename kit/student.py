@@ -36,7 +36,7 @@ from sphinx.pycode import ModuleAnalyzer
 from ragcourse.book.exercises import VARIANT_ENV, environment, variant
 
 GLUE_REF = re.compile(r"\{glue(?::[a-z]+)?\}`([^`:]+)")
-KEPT_EXERCISE_KEYS = ("id", "kind", "points", "minutes")
+KEPT_EXERCISE_KEYS = ("id", "kind", "minutes")
 HIDE_TAGS = {"hide-input", "hide-output", "hide-cell", "remove-input", "remove-output", "remove-cell"}
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"  # a `{literalinclude}` path that starts with / is relative to it (Sphinx's source folder)

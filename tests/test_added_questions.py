@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from ragcourse.corpus import collapse
 from ragcourse.groundtruth import CONFIRM_FILE, QUESTIONS_FILE, load_questions
 from ragcourse.paths import DATA_DIR
+from ragcourse.words import collapse
 
 ADDED_FILE = DATA_DIR / "questions_added.jsonl"
 

@@ -17,8 +17,6 @@ ALLOWED = {
     ("ragcourse/gate.py", "RECOMMENDED_GATE"): "the chapter's recommendation: it names a choice between gates",
     ("ragcourse/cli/__init__.py", "main"): "the console script's entry point (pyproject: ragcourse.cli:main)",
 }
-#: Removed on the evalcli branch (issue 42); empty this set once both branches are merged.
-REMOVED_ELSEWHERE = {("ragcourse/evaluation.py", "normalize")}
 #: Import cycles another branch removes (kit/grade.py <-> kit/summary.py: the walls branch, issue 43/44); empty
 #: this set once it is merged.
 CYCLES_REMOVED_ELSEWHERE: set[frozenset[str]] = set()
@@ -77,7 +75,7 @@ def test_no_alias_and_no_re_export_in_the_package_or_the_kit():
     for package, folder, path in files():
         where = f"{package}/{path.relative_to(folder).as_posix()}"
         offenders += [(where, name) for name in aliases(path, folder)
-                      if (where, name) not in ALLOWED and (where, name) not in REMOVED_ELSEWHERE]
+                      if (where, name) not in ALLOWED]
     assert offenders == [], "import these from where they live, under their own names"
 
 

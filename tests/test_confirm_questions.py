@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from ragcourse.corpus import collapse
 from ragcourse.groundtruth import QUESTIONS_FILE, load_questions
 from ragcourse.paths import DATA_DIR
+from ragcourse.words import collapse
 
 CONFIRM_FILE = DATA_DIR / "questions_confirm.jsonl"
 LARGE_DOCS = {"ref-rst-directives", "ref-rst-roles", "user-config", "user-rst-quickstart"}

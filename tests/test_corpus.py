@@ -12,7 +12,6 @@ from ragcourse.corpus import (
     CorpusError,
     Document,
     Section,
-    collapse,
     doc_id,
     fingerprint,
     load_corpus,
@@ -23,6 +22,7 @@ from ragcourse.corpus import (
     sections,
     sha256_file,
 )
+from ragcourse.words import collapse
 
 EXPECTED_IDS = [
     "dev-repository", "dev-rst-problems", "dev-testing", "eps-ep-001", "eps-ep-010",

@@ -17,6 +17,7 @@ from docutils.parsers.rst import roles
 from ragcourse import corpus
 from ragcourse.build import corpus as corpus_build
 from ragcourse.corpus import CorpusError, Document
+from ragcourse.words import collapse
 
 EXPECTED_IDS = [
     "dev-repository", "dev-rst-problems", "dev-testing", "eps-ep-001", "eps-ep-010",
@@ -186,7 +187,7 @@ RESIDUE = {
 
 def _text_pieces(doctree: nodes.document) -> list[str]:
     """The words docutils kept as text (markup already consumed), outside verbatim nodes."""
-    return [corpus.collapse(t.astext()) for t in doctree.findall(nodes.Text)
+    return [collapse(t.astext()) for t in doctree.findall(nodes.Text)
             if not any(isinstance(a, VERBATIM) for a in _ancestors(t))]
 
 

@@ -9,11 +9,11 @@ import pytest
 from ragcourse import models
 from ragcourse.chunking import chunk
 from ragcourse.corpus import Document
+from ragcourse.counts import check_k
 from ragcourse.dense import (
     PROGRESS_MIN,
     DenseIndex,
     Embedder,
-    check_k,
     model_fingerprint,
     order,
     show_progress,

@@ -19,4 +19,4 @@ def test_committed_diagrams_are_what_the_script_draws(tmp_path, script):
 def test_the_drawn_rrf_example_is_the_packages_fusion(script):
     script = script("diagrams_ch45")
     drawn = [(item, round(score, 6)) for item, score, _ in script.rrf_scores()]
-    assert drawn == [(f.id, f.score) for f in fuse([script.DENSE, script.SPARSE], k=script.RRF_C)]
+    assert drawn == [(f.id, f.score) for f in fuse([script.DENSE, script.SPARSE], c=script.RRF_C)]

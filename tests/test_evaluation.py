@@ -29,7 +29,6 @@ from ragcourse.evaluation import (
     from_ranks,
     holm,
     interval_table,
-    normalize,
     randomization_test,
     share_over_questions,
     sign_test,
@@ -39,6 +38,7 @@ from ragcourse.evaluation import (
     wilson,
     with_interval,
 )
+from ragcourse.words import collapse
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ class FakeQuery:
 # --- needles ---
 
 
-def test_normalize_and_contains_needle():
-    assert normalize("  a\n\tb   c ") == "a b c"
+def test_collapse_and_contains_needle():
+    assert collapse("  a\n\tb   c ") == "a b c"
     assert contains_needle("The parser\n   reads   the file.", "parser reads the\nfile")
     assert not contains_needle("The parser reads", "parser reads the file")
     with pytest.raises(ValueError, match="needle"):

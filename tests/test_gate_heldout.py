@@ -9,7 +9,6 @@ import re
 
 import pytest
 
-from ragcourse.corpus import collapse
 from ragcourse.groundtruth import (
     ADDED_FILE,
     CONFIRM_FILE,
@@ -21,6 +20,7 @@ from ragcourse.groundtruth import (
     load_out_of_domain,
     load_questions,
 )
+from ragcourse.words import collapse
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,10 @@ import sys
 import pytest
 
 import ragcourse.genres
-from ragcourse.corpus import CorpusError, Document, collapse, fingerprint, sections
+from ragcourse.corpus import CorpusError, Document, fingerprint, sections
 from ragcourse.genres import GENRES, GENRES_DIR, check_genre, genre_lock, load_genre
 from ragcourse.groundtruth import GenreQuestion, GroundTruthError, load_genre_questions, load_questions
+from ragcourse.words import collapse
 
 EXPECTED_DOCUMENTS = {"legal": 24, "api": 31, "threads": 30, "wiki": 19}
 

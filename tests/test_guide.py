@@ -7,6 +7,7 @@ bullets line by line had cut 10 of 40 objectives mid-phrase, and listed chapter 
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from pathlib import Path
@@ -25,9 +26,14 @@ STARTS = r"(?:^|[-*] |\*\*You will learn:?\*\*:? |; (?:and )?)"
 ENDS = r"[;.]?(?= [-*] | \*\*|$)|(?=; )"
 
 
+@functools.cache
+def _tables() -> str:
+    return guide.tables(guide.chapters(), ROOT / "kit" / "checks")
+
+
 def guide_objectives() -> dict[int, list[str]]:
-    """Chapter number -> the objectives the committed guide lists for it."""
-    text = guide.OUT.read_text(encoding="utf-8")
+    """Chapter number -> the objectives the guide lists for it (as the book build writes it)."""
+    text = _tables()
     parts = HEADING.split(text)[1:]
     found = {}
     for number, section in zip(parts[::2], parts[1::2], strict=True):
@@ -95,7 +101,7 @@ def _rubrics() -> dict[str, str]:
 
 def _public_pages() -> dict[str, str]:
     """The public guide's sources and, when the book was built, its HTML page, whitespace collapsed."""
-    pages = {p.name: p.read_text(encoding="utf-8") for p in (guide.OUT, guide.GUIDE)}
+    pages = {guide.OUT.name: _tables(), guide.GUIDE.name: guide.GUIDE.read_text(encoding="utf-8")}
     built = ROOT / "book" / "_build" / "html" / "instructor-guide.html"
     if built.is_file():
         pages[built.name] = re.sub(r"<[^>]+>", " ", built.read_text(encoding="utf-8"))

@@ -63,7 +63,7 @@ def test_student_edition_stubs_answers_and_drops_solutions():
     assert stubs == {c.metadata["exercise"]["id"]: c.metadata["exercise"]["stub"] for c in answer_cells(nb)}
     assert all(f'NotImplementedError("Exercise {ex}")' in stub for ex, stub in stubs.items())
     assert not [c for c in edition.cells if "solution" in tags(c)]
-    assert all(set(c.metadata["exercise"]) == {"id", "kind", "points", "minutes"} for c in answer_cells(edition))
+    assert all(set(c.metadata["exercise"]) == {"id", "kind", "minutes"} for c in answer_cells(edition))
     first = edition.cells.index(answer_cells(edition)[0])
     assert all(not c.outputs for c in edition.cells[first:] if c.cell_type == "code")
     glued = {o.metadata["scrapbook"]["name"] for c in edition.cells for o in c.get("outputs", [])
@@ -515,9 +515,12 @@ def test_guide_parses_the_chapter_box_and_lists_each_exercise():
     assert "**Rubric, exercise 90.3 (prediction).** Full: the prediction is made before measuring" in instructor
 
 
-def test_the_committed_guide_tables_are_current():
-    text = guide.tables(CHAPTERS, ROOT / "kit" / "checks")
-    assert guide.OUT.read_text(encoding="utf-8") == text, "stale: run `python -m kit.guide` and commit the file"
+def test_the_guide_tables_are_written_by_the_build_and_only_when_they_change(tmp_path):
+    out = tmp_path / "instructor-tables.inc"
+    assert guide.write_tables([FIXTURE], out, FIXTURE_CHECKS) and "| 90.2 | function | 3 |" in out.read_text("utf-8")
+    assert not guide.write_tables([FIXTURE], out, FIXTURE_CHECKS)  # unchanged: not rewritten, not re-read by Sphinx
+    config = (ROOT / "book" / "_config.yml").read_text(encoding="utf-8")
+    assert "instructor_tables: _ext" in config and "book/instructor-tables.inc" in (ROOT / ".gitignore").read_text()
 
 
 # ---- the real chapters ------------------------------------------------------------------------------
@@ -538,7 +541,7 @@ def test_real_chapter_exercises_have_the_agreed_form(path):
     for e in exercises:
         assert e["id"].split(".")[0] == str(int(path.name[:2])), e["id"]
         assert f'NotImplementedError("Exercise {e["id"]}")' in e["stub"]
-        assert checks[e["id"]].points == e["points"], e["id"]
+        assert "points" not in e, f"exercise {e['id']}: points are declared once, in its @check"
         assert checks[e["id"]].tests, f"exercise {e['id']}: the hidden check needs a docstring"
         assert isinstance(e.get("minutes"), int) and e["minutes"] > 0, e["id"]
         if e["kind"] in ("prediction", "written"):

@@ -95,7 +95,7 @@ def case_1_1(mp):
 
 def _repeated_sentence(min_words: int) -> dict:
     from ragcourse.corpus import load_corpus
-    from ragcourse.groundtruth import collapse
+    from ragcourse.words import collapse
 
     for doc in load_corpus():
         text = collapse(doc.text)
@@ -250,7 +250,7 @@ def case_3_5(mp):
 
 BM25_GRID = {(0.9, 0.5): 0.41234, (0.9, 0.75): 0.45678, (1.2, 0.5): 0.43111, (1.2, 0.75): 0.44222}
 W_GRID = {0.5: 0.5012, 1.0: 0.5123, 2.0: 0.5391}
-K_GRID = {1: 0.48765, 10: 0.50321, 60: 0.51234}
+C_GRID = {1: 0.48765, 10: 0.50321, 60: 0.51234}
 
 
 def case_4_1(mp):
@@ -264,7 +264,7 @@ def case_4_1(mp):
 
 
 def case_4_2(mp):
-    stub("4.2", "_hybrid_mrr", lambda ns, w, k=60: W_GRID[w], mp)
+    stub("4.2", "_hybrid_mrr", lambda ns, w, c=60: W_GRID[w], mp)
     ctx = {"GRID_W": [0.5, 1.0, 2.0]}
     return Case([{**ctx, "answer_4_2": {"w": 2.0, "mrr": 0.5391}},
                  {**ctx, "answer_4_2": {"w": np.int64(2), "mrr": np.float32(0.539)}}],
@@ -273,43 +273,43 @@ def case_4_2(mp):
 
 
 def case_4_3(mp):
-    stub("4.3", "_hybrid_mrr", lambda ns, w, k=60: K_GRID[k], mp)
-    ctx = {"GRID_RRF_K": [1, 10, 60]}
-    return Case([{**ctx, "answer_4_3": dict(K_GRID)},
-                 {**ctx, "answer_4_3": {np.int64(k): round(v, 3) for k, v in K_GRID.items()}},
-                 {**ctx, "answer_4_3": pd.Series(K_GRID)}],
-                {**ctx, "answer_4_3": {**K_GRID, 60: 0.4}}, [{**ctx, "answer_4_3": dict.fromkeys(K_GRID, 0.5)}],
+    stub("4.3", "_hybrid_mrr", lambda ns, w, c=60: C_GRID[c], mp)
+    ctx = {"GRID_RRF_C": [1, 10, 60]}
+    return Case([{**ctx, "answer_4_3": dict(C_GRID)},
+                 {**ctx, "answer_4_3": {np.int64(c): round(v, 3) for c, v in C_GRID.items()}},
+                 {**ctx, "answer_4_3": pd.Series(C_GRID)}],
+                {**ctx, "answer_4_3": {**C_GRID, 60: 0.4}}, [{**ctx, "answer_4_3": dict.fromkeys(C_GRID, 0.5)}],
                 ["0.48765", "0.50321", "0.51234"])
 
 
-def _rrf_a(lists, k=60):
+def _rrf_a(lists, c=60):
     score, best, first = {}, {}, {}
     for ranking in lists:
         for rank, doc in enumerate(ranking, start=1):
-            score[doc] = score.get(doc, 0.0) + 1 / (k + rank)
+            score[doc] = score.get(doc, 0.0) + 1 / (c + rank)
             best[doc] = min(best.get(doc, rank), rank)
             first.setdefault(doc, len(first))
     return sorted(score, key=lambda d: (-score[d], best[d], first[d]))
 
 
-def _rrf_b(lists, k=60):
+def _rrf_b(lists, m=60):  # another name for c: the check passes it by position
     docs = list(dict.fromkeys(d for ranking in lists for d in ranking))
-    rows = [(sum(1 / (k + r.index(d) + 1) for r in lists if d in r), min(r.index(d) for r in lists if d in r), i, d)
+    rows = [(sum(1 / (m + r.index(d) + 1) for r in lists if d in r), min(r.index(d) for r in lists if d in r), i, d)
             for i, d in enumerate(docs)]
     return [row[3] for row in sorted(rows, key=lambda row: (-row[0], row[1], row[2]))]
 
 
-def _rrf_from_0(lists, k=60):
+def _rrf_from_0(lists, c=60):
     score = {}
     for ranking in lists:
         for rank, doc in enumerate(ranking):
-            score[doc] = score.get(doc, 0.0) + 1 / (k + rank)
+            score[doc] = score.get(doc, 0.0) + 1 / (c + rank)
     return sorted(score, key=lambda d: -score[d])
 
 
 def case_4_4(mp):
     return Case([{"rrf_by_hand": _rrf_a}, {"rrf_by_hand": _rrf_b}], {"rrf_by_hand": _rrf_from_0},
-                [{"rrf_by_hand": lambda lists, k=60: []}, {"rrf_by_hand": lambda lists, k=60: list(lists[0])}])
+                [{"rrf_by_hand": lambda lists, c=60: []}, {"rrf_by_hand": lambda lists, c=60: list(lists[0])}])
 
 
 def case_4_5(mp):
@@ -850,11 +850,11 @@ def test_every_variant_of_the_term_is_fair_too(exercise, variant, monkeypatch, t
 
 def test_an_error_in_the_checks_own_computation_is_the_graders(monkeypatch):
     """4.3's grid keys given as numpy integers once reached the package's own check and blamed the student."""
-    def broken(ns, w, k=60):
-        raise ValueError(f"k={k!r}: expected a finite number > 0")
+    def broken(ns, w, c=60):
+        raise ValueError(f"c={c!r}: expected a finite number > 0")
 
     stub("4.3", "_hybrid_mrr", broken, monkeypatch)
-    points, feedback = score(checks("4.3"), {"GRID_RRF_K": [1, 60], "answer_4_3": {np.int64(1): 0.5, 60: 0.5}})
+    points, feedback = score(checks("4.3"), {"GRID_RRF_C": [1, 60], "answer_4_3": {np.int64(1): 0.5, 60: 0.5}})
     assert points == 0 and feedback.startswith("check failed:") and "tell your instructor" in feedback
     assert "your answer raised" not in feedback and "expected a finite" not in feedback
 

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragcourse.corpus import collapse
 from ragcourse.groundtruth import GroundTruthError
 from ragcourse.paths import RESULTS_DIR
 from ragcourse.question_sets import (
@@ -22,6 +21,7 @@ from ragcourse.question_sets import (
     summarize,
     word_overlap,
 )
+from ragcourse.words import collapse
 from tests.test_groundtruth import TOY  # the same two-document corpus as the ground truth's tests
 
 GOOD = {"id": "t1", "procedure": "topic-first", "doc": "a", "needle": "Run the tool with care.",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ragcourse import signals
-from ragcourse.evaluation import auc, auc_interval, judge, tradeoff, wilson
+from ragcourse.evaluation import auc, auc_interval, gate_mistakes, tradeoff, wilson
 from ragcourse.gate import CHEAP_CUT, COMBINED_GATE, DISTANCE_GATE, RECOMMENDED_GATE, SignalGate
 
 
@@ -99,10 +99,10 @@ def test_tradeoff_runs_from_answering_all_to_refusing_all():
     assert curve.bluffed.tolist() == [1.0, 0.5, 0.5, 0.0, 0.0]
 
 
-def test_judge_counts_both_mistakes_with_wilson_intervals():
-    result = judge([True, False, True], [True, False, False, False])
-    assert (result["refused"], result["n_in"], result["bluffed"], result["n_out"]) == (1, 3, 1, 4)
-    assert result["refused_ci"] == wilson(1, 3) and result["bluffed_ci"] == wilson(1, 4)
+def test_gate_mistakes_counts_both_mistakes_with_wilson_intervals():
+    result = gate_mistakes([True, False, True], [True, False, False, False])
+    assert (result.refused, result.n_in, result.bluffed, result.n_out) == (1, 3, 1, 4)
+    assert result.refused_ci == wilson(1, 3) and result.bluffed_ci == wilson(1, 4)
 
 
 def test_signal_gate_scores_standardized_signals_and_refuses_the_boundary():

@@ -13,7 +13,8 @@ from kit.checks.compare import Partly, given, integer, items
 from kit.hidden import check
 from ragcourse.book.exercises import choose
 from ragcourse.corpus import load_corpus, sections
-from ragcourse.groundtruth import GroundTruthError, Question, check_needle, collapse, load_questions
+from ragcourse.groundtruth import GroundTruthError, Question, check_needle, load_questions
+from ragcourse.words import collapse
 
 EXAMPLE_REPEAT = "A blank line is required following a table."  # the chapter's own example, not accepted
 

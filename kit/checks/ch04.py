@@ -8,7 +8,7 @@ from kit.checks.compare import Partly, given, in_grid, keyed, number, reference
 from kit.hidden import check
 from ragcourse.bm25 import BM25
 from ragcourse.evaluation import evaluate
-from ragcourse.fusion import rrf, weighted_rrf
+from ragcourse.fusion import RRF_C, rrf, weighted_rrf
 from ragcourse.pipeline import ranked_chunks
 
 
@@ -21,9 +21,9 @@ def _bm25_mrr(ns, k1: float, b: float) -> float:
     return _mrr(ns, {q.id: model.rank(q.text) for q in ns["qs"]})
 
 
-def _hybrid_mrr(ns, w: float, k: float = 60) -> float:
+def _hybrid_mrr(ns, w: float, c: float = RRF_C) -> float:
     dense, bm25 = ns["dense_lists"], ns["bm25_lists"]
-    return _mrr(ns, {q.id: weighted_rrf([dense[q.id], bm25[q.id]], [1.0, float(w)], k=float(k)) for q in ns["qs"]})
+    return _mrr(ns, {q.id: weighted_rrf([dense[q.id], bm25[q.id]], [1.0, float(w)], c=float(c)) for q in ns["qs"]})
 
 
 #: How close an MRR must be: the texts ask for 3 decimal places or more, so a value rounded to 3 passes.
@@ -67,21 +67,21 @@ def _best_on_grid(stated: float, mine: float, grid: list[float], what: str) -> P
 
 
 @check("4.3", points=2)
-def rrf_k_sweep(ns):
-    """answer_4_3 maps every k in GRID_RRF_K to the plain-RRF hybrid's MRR
+def rrf_c_sweep(ns):
+    """answer_4_3 maps every c in GRID_RRF_C to the plain-RRF hybrid's MRR
     (partial marks by the share that recompute)."""
     answer = keyed(given(ns, "answer_4_3"), "answer_4_3")
-    grid = list(ns["GRID_RRF_K"])
-    mine = {in_grid(k, grid): v for k, v in answer.items()}
-    assert len(answer) == len(grid) and None not in mine, "one MRR for each k in GRID_RRF_K, no other keys"
-    with reference("the MRR at each k"):
-        expected = {k: _hybrid_mrr(ns, 1.0, k) for k in grid}
-    right = [k for k in grid if abs(number(mine[k], "each MRR") - expected[k]) <= MRR_TOLERANCE]
+    grid = list(ns["GRID_RRF_C"])
+    mine = {in_grid(c, grid): v for c, v in answer.items()}
+    assert len(answer) == len(grid) and None not in mine, "one MRR for each c in GRID_RRF_C, no other keys"
+    with reference("the MRR at each c"):
+        expected = {c: _hybrid_mrr(ns, 1.0, c) for c in grid}
+    right = [c for c in grid if abs(number(mine[c], "each MRR") - expected[c]) <= MRR_TOLERANCE]
     if len(right) == len(grid):
         return None
-    assert right, "no value recomputes: fuse the dense and BM25 rankings with rrf(..., k=k) for each k"
+    assert right, "no value recomputes: fuse the dense and BM25 rankings with rrf(..., c=c) for each c"
     return Partly(len(right) / len(grid), f"{len(grid) - len(right)} of {len(grid)} MRRs do not recompute "
-                  "(plain RRF of the dense and BM25 rankings at that k)")
+                  "(plain RRF of the dense and BM25 rankings at that c)")
 
 
 _RRF_CASES = [
@@ -104,22 +104,22 @@ _RRF_CASES = [
 
 @check("4.4", points=3, by_hand=True)
 def rrf_function(ns):
-    """rrf_by_hand(lists, k) returns the package's rrf order on 13 unseen hand-built cases, ties included and
+    """rrf_by_hand(lists, c) returns the package's rrf order on 13 unseen hand-built cases, ties included and
     4 that ranks counted from 0 get wrong (partial by share)."""
     fn = given(ns, "rrf_by_hand")
-    assert callable(fn), "define a function rrf_by_hand(lists, k=60)"
+    assert callable(fn), "define a function rrf_by_hand(lists, c=60)"
     with reference("the package's rrf"):
-        expected = [rrf(lists, k=k) for lists, k in _RRF_CASES]
+        expected = [rrf(lists, c=c) for lists, c in _RRF_CASES]
     wrong = 0
-    for (lists, k), want in zip(_RRF_CASES, expected, strict=True):
+    for (lists, c), want in zip(_RRF_CASES, expected, strict=True):
         try:
-            ok = list(fn(lists, k=k)) == want
+            ok = list(fn(lists, c)) == want  # by position: the constant's name is the student's
         except Exception:  # noqa: BLE001 - a crash on one case costs that case only
             ok = False
         wrong += not ok
     if wrong == 0:
         return None
-    assert wrong < len(_RRF_CASES), "wrong on every case: sum 1/(k + rank) with ranks from 1, best first"
+    assert wrong < len(_RRF_CASES), "wrong on every case: sum 1/(c + rank) with ranks from 1, best first"
     return Partly(1 - wrong / len(_RRF_CASES), f"{wrong} of {len(_RRF_CASES)} unseen cases differ (check that ranks "
                   "count from 1, and ties: best rank, then first appearance)")
 

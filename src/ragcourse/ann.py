@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dense import DenseIndex, Hit, check_k, cosine_distances, order
+from .counts import check_k
+from .dense import DenseIndex, Hit, cosine_distances, order
 
 #: Below this many vectors `choose` keeps the exact scan: fast enough, next to embedding the query.
 CROSSOVER = 50_000

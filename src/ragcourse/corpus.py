@@ -72,15 +72,6 @@ def doc_id(source_file: str) -> str:
     return stem.replace("/", "-")
 
 
-def collapse(text: str) -> str:
-    """Collapse every whitespace run to one space.
-
-    >>> collapse("a\\n  b ")
-    'a b'
-    """
-    return " ".join(text.split())
-
-
 def sha256_file(path: Path | str) -> str:
     """Hex sha256 of a file's bytes (read in blocks, so a large file is never held in memory)."""
     with open(path, "rb") as handle:

@@ -27,6 +27,7 @@ import numpy as np
 
 from . import models
 from .chunking import Chunk
+from .counts import check_k
 from .models import Lazy
 from .paths import CACHE_ROOT
 from .precision import rounded_scores, stable_order
@@ -199,19 +200,6 @@ def order(distances: np.ndarray) -> np.ndarray:
     [1, 0, 2]
     """
     return stable_order(distances)
-
-
-def check_k(k: int, name: str = "k") -> int:
-    """`k` as an int when it is an integer >= 1 (how many hits to keep); otherwise ValueError naming it.
-
-    >>> check_k(-1)
-    Traceback (most recent call last):
-    ...
-    ValueError: k=-1: expected an integer >= 1
-    """
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ValueError(f"{name}={k!r}: expected an integer >= 1")
-    return int(k)
 
 
 def top_hits(chunks: Sequence[Chunk], distances: np.ndarray, k: int,

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from .corpus import Document, collapse, fence
+from .corpus import Document, fence
+from .words import collapse
 
 #: Bump whenever the same bytes are read into different text, title or sections (an index records it).
 READER_VERSION = "documents-2"  # 2: Sphinx's directives and roles keep their text
@@ -148,10 +149,6 @@ def _scandir(folder: Path) -> list[os.DirEntry]:
         return list(entries)
 
 
-def _inside(target: Path, root: Path) -> bool:
-    return target == root or root in target.parents
-
-
 def _link_problem(path: Path, root: Path | None) -> str | None:
     """Why a symbolic link is not followed (loop, broken, out of `root`, to a folder), or None to read it."""
     try:
@@ -162,7 +159,7 @@ def _link_problem(path: Path, root: Path | None) -> str | None:
         if err.errno == errno.ELOOP:  # Python 3.13 raises the system's "Too many levels of symbolic links"
             return "symbolic link loop: not followed"
         return f"broken symbolic link ({err.strerror or err}): not followed"
-    if root is not None and not _inside(target, root.resolve()):
+    if root is not None and not target.is_relative_to(root.resolve()):
         return f"symbolic link to {target}, outside the folder: not followed"
     if target.is_dir():
         return f"symbolic link to the folder {target}: not followed (a folder inside is read where it is)"

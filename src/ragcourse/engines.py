@@ -12,7 +12,7 @@ How each method maps onto Qdrant, and the tie rules under which the rankings equ
   Qdrant's built-in BM25 text index was not used: local mode accepts only its default tokenizer,
   which is not the book's ``[a-z0-9]+``, and its statistics change whenever a point is added;
 - hybrid: Qdrant's RRF over the two lists. Qdrant counts ranks from 0, so its k=61 is the book's
-  k=60. Its BM25 list holds only chunks that share a term with the query: the package's ranks the
+  c=60 (`fusion.RRF_C`). Its BM25 list holds only chunks that share a term with the query: the package's ranks the
   rest too (by position, score 0), so every stored sparse vector carries one extra *floor*
   dimension whose tiny weight falls with position. It adds at most `FLOOR` to a score (below float32
   resolution for any real match) and puts the zero-score chunks in position order.
@@ -43,6 +43,7 @@ import numpy as np
 from . import bm25 as bm25_module
 from .bm25 import tokenize
 from .chunking import PIPELINE_VERSION
+from .fusion import RRF_C
 from .index import StaleIndexError
 from .pipeline import METHODS, rank_all
 from .precision import rounded_scores
@@ -50,8 +51,6 @@ from .precision import rounded_scores
 URL_VARIABLE = "RAGCOURSE_QDRANT_URL"
 #: Largest weight of the floor dimension (see the module docstring); far below float32 resolution of a match.
 FLOOR = 1e-12
-#: Qdrant counts RRF ranks from 0: its k is the book's k plus one.
-BOOK_RRF_K = 60
 DENSE, SPARSE = "dense", "bm25"
 ENGINES = ("qdrant",)
 
@@ -249,7 +248,8 @@ class QdrantEngine:
             return tie_ordered([p.id for p in points], [p.score for p in points], pad)
         points = self.client.query_points(
             self.collection, prefetch=[self._dense(vector, n, only), self._sparse(query, n, only)],
-            query=models.RrfQuery(rrf=models.Rrf(k=BOOK_RRF_K + 1)), limit=limit, query_filter=only).points
+            # Qdrant counts ranks from 0: its k is the book's c plus one
+            query=models.RrfQuery(rrf=models.Rrf(k=RRF_C + 1)), limit=limit, query_filter=only).points
         return [int(p.id) for p in points]
 
     def rankings(self, queries: Iterable, method: str = "dense", depth: int | None = None,

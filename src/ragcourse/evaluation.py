@@ -8,7 +8,10 @@ and a sign-flip randomization test compare two systems on the same queries, `hol
 p-values for the number of variants tried (Holm's step-down correction), and `verdict` turns a
 comparison into the sentence the book prints. Chapter 6's measurements live here too, not beside
 what they measure: `distances_to_needle`, `sweep` (the gate of `ragcourse.gate` at each cut), and
-`auc`, `auc_interval`, `tradeoff`, `judge` (how well a signal separates answerable from unanswerable).
+`auc`, `auc_interval`, `tradeoff`, `gate_mistakes` (how well a signal separates answerable from unanswerable).
+How the book prints a p-value (`p_text`) and measures latency (`latency_ms`: a warm-up, the fastest of three
+runs per item, the median over items) are defined here once, for the chapters and the benchmarks (`ragcourse
+eval` times the one run it makes of each query and reports that run's median and 95th percentile).
 
 What it leaves out: graded relevance and several relevant chunks per query (`ragcourse.graded`, chapter 12),
 and corrections other than Holm's (e.g. false-discovery-rate control).
@@ -18,24 +21,24 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
+import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .corpus import collapse
-from .dense import check_k
+from .counts import check_k
 from .gate import NoAnswer, gate
+from .words import collapse
 
 if TYPE_CHECKING:
     from .dense import Hit
     from .pipeline import Retriever
 
-#: Collapse each whitespace run to one space and strip the ends (the corpus's own rule).
-normalize = collapse
 #: The cut-offs of recall@k the book reports (`evaluate`, `from_ranks` and the command line's report).
 KS = (1, 4, 8, 20)
 
@@ -47,10 +50,10 @@ def _content(item: Any) -> str:
 
 def contains_needle(content: str, needle: str) -> bool:
     """True when ``needle`` occurs in ``content``, whitespace collapsed on both sides."""
-    wanted = normalize(needle)
+    wanted = collapse(needle)
     if not wanted:
         raise ValueError(f"needle={needle!r}: expected a non-blank string")
-    return wanted in normalize(content)
+    return wanted in collapse(content)
 
 
 def first_hit_rank(ranked: Iterable[Any], needle: str) -> int | None:
@@ -74,8 +77,8 @@ def first_doc_rank(ranked: Iterable[Any], doc: str) -> int | None:
 
 def answers_destroyed(chunks: Iterable[Any], needles: Iterable[str]) -> list[str]:
     """Needles that no chunk contains whole (a boundary cut them), in input order."""
-    contents = [normalize(_content(c)) for c in chunks]
-    return [n for n in needles if not any(normalize(n) in c for c in contents)]
+    contents = [collapse(_content(c)) for c in chunks]
+    return [n for n in needles if not any(collapse(n) in c for c in contents)]
 
 
 class Interval(NamedTuple):
@@ -171,6 +174,23 @@ def randomization_test(
     rng = np.random.default_rng(seed)
     signs = np.where(rng.random((n_resamples, len(diffs))) < 0.5, -1.0, 1.0)
     return _sign_flip_p(diffs, signs, plus_one=True)
+
+
+#: The smallest p the book prints: 10,000 random sign flips (`randomization_test`) resolve nothing finer.
+P_FLOOR = 0.0001
+
+
+def p_text(p: float, bare: bool = False) -> str:
+    """A p-value as the book prints it: "p = " to 4 places, "p < 0.0001" below `P_FLOOR`; `bare` (a table's
+    p column) leaves out the "p".
+
+    >>> p_text(0.05249), p_text(0.00003), p_text(0.0123, bare=True), p_text(0.00003, bare=True)
+    ('p = 0.0525', 'p < 0.0001', '0.0123', '< 0.0001')
+    """
+    if not 0 <= p <= 1:
+        raise ValueError(f"p={p!r}: expected a probability in [0, 1]")
+    text = f"< {P_FLOOR}" if p < P_FLOOR else f"= {p:.4f}"
+    return text.removeprefix("= ") if bare else f"p {text}"
 
 
 class Paired(NamedTuple):
@@ -449,20 +469,31 @@ def tradeoff(answerable: Sequence[float], unanswerable: Sequence[float]) -> pd.D
                          "bluffed": [float((u > t).mean()) for t in thresholds]})
 
 
-def judge(answered_in: Sequence[bool], answered_out: Sequence[bool],
-          confidence: float = 0.95) -> dict[str, Any]:
-    """A gate's two mistakes on one query set: answerable queries refused and unanswerable ones answered.
+class Mistakes(NamedTuple):
+    """A gate's two mistakes on one query set, each a count out of n with its Wilson interval."""
 
-    Each is a count, a share and its Wilson interval (queries taken as independent: one phrasing each).
+    refused: int
+    n_in: int
+    refused_ci: Interval
+    bluffed: int
+    n_out: int
+    bluffed_ci: Interval
 
-    >>> judge([True, True, False, True], [False, True])["bluffed"]
-    1
+
+def gate_mistakes(answered_in: Sequence[bool], answered_out: Sequence[bool], confidence: float = 0.95) -> Mistakes:
+    """A gate's two mistakes: answerable queries refused and unanswerable ones answered (bluffed).
+
+    Each is a count and its Wilson interval (queries taken as independent: one phrasing each).
+
+    >>> m = gate_mistakes([True, True, False, True], [False, True])
+    >>> (m.refused, m.n_in, m.bluffed, m.n_out)
+    (1, 4, 1, 2)
     """
     answered_in, answered_out = np.asarray(answered_in, dtype=bool), np.asarray(answered_out, dtype=bool)
     refused, bluffed = int((~answered_in).sum()), int(answered_out.sum())
     n_in, n_out = len(answered_in), len(answered_out)
-    return {"refused": refused, "n_in": n_in, "refused_ci": wilson(refused, n_in, confidence),
-            "bluffed": bluffed, "n_out": n_out, "bluffed_ci": wilson(bluffed, n_out, confidence)}
+    return Mistakes(refused, n_in, wilson(refused, n_in, confidence),
+                    bluffed, n_out, wilson(bluffed, n_out, confidence))
 
 
 def question_of(query_id: str) -> str:
@@ -713,3 +744,45 @@ def interaction(a: pd.DataFrame, b: pd.DataFrame, column: str, phrasings: tuple[
     delta = (first.loc[both] - second.loc[both]).to_numpy(dtype=np.float64)
     wins, losses = int((delta > 0).sum()), int((delta < 0).sum())
     return Paired(wins, losses, sign_test(wins, losses))
+
+
+#: How often the latency protocol runs each item; the fastest run counts.
+REPEATS = 3
+
+
+def latencies_ms(steps: Mapping[str, Callable[[Any], object]], items: Sequence[Any],
+                 repeats: int = REPEATS) -> dict[str, list[float]]:
+    """The book's latency protocol, per item: each step is called once untimed on the first item (loading,
+    first allocations), then runs `repeats` times on each item, and its fastest run counts, in ms (the
+    `timeit` advice: slower runs measure other processes). Steps alternate item by item, so they share the
+    machine's load.
+
+    >>> times = latencies_ms({"len": len, "sorted": sorted}, ["ba", "c"], repeats=2)
+    >>> sorted(times), [len(t) for t in times.values()]
+    (['len', 'sorted'], [2, 2])
+    """
+    check_k(repeats, "repeats")
+    if not items:
+        raise ValueError("no items to time: expected at least one")
+    fastest: dict[str, list[float]] = {name: [] for name in steps}
+    for step in steps.values():
+        step(items[0])
+    for item in items:
+        for name, step in steps.items():
+            runs = []
+            for _ in range(repeats):
+                started = time.perf_counter()
+                step(item)
+                runs.append(1000 * (time.perf_counter() - started))
+            fastest[name].append(min(runs))
+    return fastest
+
+
+def latency_ms(step: Callable[[Any], object], items: Sequence[Any], repeats: int = REPEATS) -> float:
+    """The latency the book reports: the median over `items` of `latencies_ms` (fastest of `repeats`), in ms,
+    rounded to 4 places at the source.
+
+    >>> latency_ms(len, ["ab", "c"]) < 1000
+    True
+    """
+    return round(statistics.median(latencies_ms({"step": step}, items, repeats)["step"]), 4)

@@ -297,7 +297,7 @@ class Expanded:
         return [dense] if method == "dense" else [dense, expanded]
 
     def rank(self, query: str, method: str = "hybrid") -> list[int]:
-        """Chunk positions best first: RRF (k=60) over `lists`; a single list is returned as it is."""
+        """Chunk positions best first: RRF (c = 60) over `lists`; a single list is returned as it is."""
         lists = self.lists(query, method)
         return list(lists[0]) if len(lists) == 1 else [int(i) for i in rrf(lists)]
 

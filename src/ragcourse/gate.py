@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .dense import check_k
+from .counts import check_k
 
 if TYPE_CHECKING:
     from .dense import Hit

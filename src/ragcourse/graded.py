@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from .dense import check_k
+from .counts import check_k
 
 #: The lowest grade that counts as relevant (trec_eval's default relevance level).
 RELEVANT = 1

@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus import DATA_DIR, Document, collapse, load_corpus
+from .corpus import DATA_DIR, Document, load_corpus
 from .records import RecordsError, parse_records
+from .words import collapse
 
 #: The original chapter's 32 questions: kept apart, so tables that replicate it use as many questions.
 QUESTIONS_FILE = DATA_DIR / "questions.jsonl"

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chunking import PIPELINE_VERSION, Chunk
-from .dense import Hit, check_k, cosine_distances, top_hits
+from .counts import check_k
+from .dense import Hit, cosine_distances, top_hits
 from .documents import READER_VERSION
 from .store import Stamp, Store
 

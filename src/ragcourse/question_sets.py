@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .bm25 import tokenize
-from .corpus import DATA_DIR, Document, collapse, load_corpus
+from .corpus import DATA_DIR, Document, load_corpus
 from .groundtruth import GroundTruthError, Question, check_needle, load_questions, read_records
+from .words import collapse
 
 PROCEDURES = ("needle-first", "topic-first", "generated")
 QUESTION_SETS_DIR = DATA_DIR / "question_sets"

@@ -28,7 +28,8 @@ import io
 import re
 from collections.abc import Callable, Iterator
 
-from .corpus import collapse, fence
+from .corpus import fence
+from .words import collapse
 
 
 class _Nodes:

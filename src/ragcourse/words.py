@@ -18,6 +18,15 @@ import re
 
 from .bm25 import tokenize
 
+
+def collapse(text: str) -> str:
+    """A text's words as written, each whitespace run one space (how every needle is matched, chapter 1).
+
+    >>> collapse("a\\n  b ")
+    'a b'
+    """
+    return " ".join(text.split())
+
 #: Function words `query_words` leaves out (BM25's tokens of three letters or more are kept otherwise).
 QUERY_STOPWORDS = frozenset(
     "a an and are as at be between but by can do does for from get how in into is it its my of on or "

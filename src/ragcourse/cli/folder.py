@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..chunking import paragraph_spans, sentence_spans
-from ..corpus import Document, collapse
+from ..corpus import Document
 from ..documents import MAX_BYTES, NO_TEXT_REASONS, ExtractionError, Failure, read_file, walk
 from ..groundtruth import GroundTruthError, OutOfDomain, Query, Question, check_needle
 from ..records import RecordsError, Rejected, parse_records, where
+from ..words import collapse
 
 __all__ = ["FolderCorpus", "read_folder", "readable_part", "check_folder_questions",
            "load_folder_questions"]

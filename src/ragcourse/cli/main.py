@@ -240,8 +240,8 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _count(name: str):
-    """An argparse type for a count >= 1 (-k, --depth), checked by `dense.check_k`."""
-    from ..dense import check_k
+    """An argparse type for a count >= 1 (-k, --depth), checked by `counts.check_k`."""
+    from ..counts import check_k
 
     def parse(value: str) -> int:
         try:

@@ -21,9 +21,10 @@ from pathlib import Path
 
 from .. import pipeline
 from ..chunking import Chunk
-from ..corpus import Document, collapse
+from ..corpus import Document
 from ..groundtruth import Query, Question
 from ..records import Rejected, parse_records
+from ..words import collapse
 from .folder import folder_queries, shorten
 
 #: How many of each system's top passages are pooled by default (`ragcourse pool -k`).

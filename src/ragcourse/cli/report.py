@@ -43,13 +43,9 @@ class OutputError(ValueError):
 # ---------------------------------------------------------------- the output folder
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
 def refuse_inside(path: str | Path, docs: str | Path, option: str) -> None:
     """OutputError if `path` (where `option` writes) is inside the documents folder `docs`, or is it."""
-    if _inside(Path(path).resolve(), Path(docs).resolve()):
+    if Path(path).resolve().is_relative_to(Path(docs).resolve()):
         raise OutputError(f"{option} {str(path)!r} is inside DOCS_DIR {str(docs)!r}: what it writes would be read "
                           "as documents by the next run (or overwrite one of yours); choose a folder outside it")
 
@@ -57,7 +53,7 @@ def refuse_inside(path: str | Path, docs: str | Path, option: str) -> None:
 def prepare_out(out: str | Path, docs: str | Path) -> Path:
     """The output folder, made if needed; OutputError if it is inside `docs` or holds files not written here."""
     folder, documents = Path(out).resolve(), Path(docs).resolve()
-    if _inside(folder, documents):
+    if folder.is_relative_to(documents):
         raise OutputError(f"--out {str(out)!r} is inside DOCS_DIR {str(docs)!r}: the report would be read as a "
                           "document by the next run (or overwrite one of yours); choose a folder outside it")
     if folder.exists() and not folder.is_dir():

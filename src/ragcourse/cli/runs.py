@@ -41,7 +41,7 @@ import pandas as pd
 
 from .. import graded, pipeline
 from ..chunking import Chunk
-from ..corpus import collapse, profile
+from ..corpus import profile
 from ..dense import Embedder, top_hits
 from ..evaluation import (
     KS,
@@ -61,6 +61,7 @@ from ..evaluation import (
 )
 from ..groundtruth import OutOfDomain, Query, Question
 from ..precision import rounded
+from ..words import collapse
 from .folder import FolderCorpus, folder_queries
 
 #: Chapter 6's cuts (cosine distance), then no threshold at all (written as null).
