@@ -162,7 +162,7 @@ def case_2_1(mp):
 
 
 def case_2_2(mp):
-    low = choose("2.2", [512, 400, 600])
+    low = choose("2.2", checks("2.2").fn.__globals__["LOWS_2_2"])
     losses = {size: 15 + (size - low - 200) ** 2 % 7 + (size % 3 == 1) for size in range(low, low + 513)}
     stub("2.2", "_blind_losses", lambda start: losses if start == low else {}, mp)  # 513 chunkings: see the module
     best = min(t for t, n in losses.items() if n == min(losses.values()))
@@ -358,14 +358,14 @@ def case_5_3(mp):
 
 
 def case_5_4(mp):
-    corpus, questions, qs, n = _unreachable(choose("5.4", ["A", "B"]))
+    corpus, questions, qs, n = _unreachable(choose("5.4", checks("5.4").fn.__globals__["SIZES_5_4"]))
     ctx = {"corpus": corpus, "questions": questions, "qs": qs}
     return Case([{**ctx, "answer_unreachable": n}, {**ctx, "answer_unreachable": np.int32(n)}],
                 {**ctx, "answer_unreachable": n // 2}, [{**ctx, "answer_unreachable": 0}], [str(n)])
 
 
 @cache
-def _unreachable(strategy: str):
+def _unreachable(size: int):
     from ragcourse.chunking import chunk_corpus
     from ragcourse.corpus import load_corpus
     from ragcourse.evaluation import answers_destroyed
@@ -373,7 +373,7 @@ def _unreachable(strategy: str):
 
     corpus, questions = load_corpus(), load_questions()
     qs = [SimpleNamespace(needle=q.needle) for q in questions for _ in range(2)]  # two phrasings each
-    destroyed = set(answers_destroyed(chunk_corpus(corpus, strategy), [q.needle for q in questions]))
+    destroyed = set(answers_destroyed(chunk_corpus(corpus, "A", target=size), [q.needle for q in questions]))
     return corpus, questions, qs, sum(q.needle in destroyed for q in qs)
 
 
@@ -658,7 +658,8 @@ def case_8_5(mp, tmp_path):
     return Case([{**ctx, "answer_8_5": {"predicted": n, "measured": n, "why": why}},
                  {**ctx, "answer_8_5": {"predicted": np.int64(n), "measured": 0, "why": why}}],
                 {**ctx, "answer_8_5": {"predicted": 1, "measured": 1, "why": why}},
-                [{**ctx, "answer_8_5": {"predicted": 0, "measured": 0, "why": why}}], [str(n)])
+                [{**ctx, "answer_8_5": {"predicted": c, "measured": n, "why": why}} for c in (0, 1, np.int64(2))],
+                [str(n)])
 
 
 # ---- chapters 9 to 11 -----------------------------------------------------------------------------------
