@@ -194,7 +194,8 @@ def case_3_1(mp):
     low, high = _wilson_by_hand(41, 64)
     p, half = 41 / 64, 1.96 * math.sqrt(41 / 64 * 23 / 64 / 64)
     return Case([{**ctx, "answer_wilson": (low, high)}, {**ctx, "answer_wilson": np.array([low, high])},
-                 {**ctx, "answer_wilson": [round(low, 5), round(high, 5)]}],
+                 {**ctx, "answer_wilson": [round(low, 5), round(high, 5)]},
+                 {**ctx, "answer_wilson": (round(low, 4), np.float32(round(high, 4)))}],  # the text's 4 places
                 {**ctx, "answer_wilson": (p - half, p + half)}, [{**ctx, "answer_wilson": (0.0, 1.0)}],
                 [f"{low:.4f}", f"{high:.4f}"])
 
@@ -401,7 +402,8 @@ def case_5_5(mp):
                 {**ctx, "holm_by_hand": lambda p: [min(1.0, x * len(p)) for x in p],
                  "answer_holm": [min(1.0, x * 4) for x in table["p"]]},
                 [{**ctx, "holm_by_hand": lambda p: [1.0] * len(p), "answer_holm": [1.0] * 4},
-                 {**ctx, "holm_by_hand": lambda p: np.empty(0), "answer_holm": np.empty(0)}])
+                 {**ctx, "holm_by_hand": lambda p: np.empty(0), "answer_holm": np.empty(0)}],
+                ["0.09"])  # holm(family_p) is (0.04, 0.2, 0.09, 0.09): 0.09 is no input
 
 
 # ---- chapter 6 ----------------------------------------------------------------------------------------
@@ -746,7 +748,8 @@ def case_10_3(mp):
 
     mp.setattr(evaluation, "detectable", lambda a, b: SimpleNamespace(difference=0.02345, p=0.04567))
     ctx = {"rerank_runs": {"feedback": 1, "none": 2}}
-    return Case([{**ctx, "answer_10_3": (0.02345, 0.04567)}, {**ctx, "answer_10_3": np.array([0.023, 0.046])}],
+    return Case([{**ctx, "answer_10_3": (0.02345, 0.04567)}, {**ctx, "answer_10_3": np.array([0.023, 0.046])},
+                 {**ctx, "answer_10_3": [round(0.02345, 3), round(0.04567, 4)]}],  # "rounded to 3 and 4 places"
                 {**ctx, "answer_10_3": (-0.02345, 0.04567)}, [{**ctx, "answer_10_3": (0.0, 0.5)}],
                 ["0.02345", "0.04567"])
 

@@ -211,11 +211,11 @@ EXERCISES: dict[str, Exercise] = {
 }
 
 
-def _score(exercise: str, index: int, answer) -> float:
+def _score(exercise: str, index: int, answer) -> tuple[float, str]:
     option = options(exercise)[index]
     os.environ[VARIANT_ENV] = str(variant_for(exercise, index))
     try:
-        return score(checks(exercise), EXERCISES[exercise].namespace(option, answer))[0]
+        return score(checks(exercise), EXERCISES[exercise].namespace(option, answer))
     finally:
         os.environ.pop(VARIANT_ENV, None)
 
@@ -245,14 +245,19 @@ def checks_of_every_chapter() -> list[str]:
 def test_each_variant_has_its_own_answer_and_no_constant_answers_one(exercise):
     """Issue 45: 8.5's count was 1 in every variant, 2.2's size for LOW=400 and 5.4's count for strategy B
     were the book's published answers. Each option's expected value gets full marks (so it is the right
-    value to search the book for); another option's value, or a constant of the answer's type, less."""
+    value to search the book for); another option's value, or a constant of the answer's type (8.5's with
+    `measured` set equal to it), less, with feedback that does not show the expected value (issue 44)."""
     hidden, values = checks(exercise), expected(exercise)
     assert len(values) >= 2
     for i, value in enumerate(values):
-        assert _score(exercise, i, value) == hidden.points, f"{exercise}: option {i}'s own answer {value!r}"
+        assert _score(exercise, i, value)[0] == hidden.points, f"{exercise}: option {i}'s own answer {value!r}"
         guesses = [v for j, v in enumerate(values) if j != i] + EXERCISES[exercise].constants(options(exercise)[i])
         for guess in guesses:
-            assert _score(exercise, i, guess) < hidden.points, f"{exercise}: {guess!r} answers option {i}"
+            points, feedback = _score(exercise, i, guess)
+            assert points < hidden.points, f"{exercise}: {guess!r} answers option {i}"
+            whole = rf"(?<![\d.]){value}(?!\d)" if isinstance(value, int) else re.escape(str(value))
+            shown = [p for p in [*EXERCISES[exercise].printed(value), whole] if re.search(p, feedback)]
+            assert not shown, f"{exercise}: the feedback on {guess!r} shows option {i}'s answer: {feedback}"
 
 
 def _pages() -> dict[str, str]:
