@@ -904,3 +904,17 @@ def test_zz_no_expected_value_reaches_feedback_md_grades_csv_or_the_summary(tmp_
     assert [secret for secret in planted if re.search(rf"(?<![\w.]){re.escape(secret)}(?!\w)", text)] == []
     partial = [f for _, p, f, _ in FEEDBACK if 0 < p and re.fullmatch(r"partly right( \(\d+% of the marks\))?", f)]
     assert partial == [], "a partial mark without its reason"
+
+
+@pytest.mark.parametrize("variant", [0, 1, 2, 5, 2027])
+def test_the_tie_rule_free_and_rank_from_0_answers_lose_points_in_every_term(variant, monkeypatch, tmp_path):
+    """Issue 45: 6.3's `idxmin` (no tie rule) got 3/3 and 4.4's ranks from 0 got 2.67/3; in every term each
+    now loses points, on the check's own hidden cases (the reference's table is only the visible one)."""
+    from ragcourse.book.exercises import VARIANT_ENV
+
+    monkeypatch.setenv(VARIANT_ENV, str(variant))
+    for exercise in ("6.3", "4.4"):
+        hidden = checks(exercise)
+        points, feedback = score(hidden, dict(build(exercise, monkeypatch, tmp_path).wrong))
+        assert points < hidden.points, f"{exercise} in variant {variant}: {feedback}"
+        assert feedback.strip() and not re.fullmatch(r"partly right( \(\d+% of the marks\))?", feedback), feedback
