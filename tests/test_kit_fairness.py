@@ -918,3 +918,27 @@ def test_the_tie_rule_free_and_rank_from_0_answers_lose_points_in_every_term(var
         points, feedback = score(hidden, dict(build(exercise, monkeypatch, tmp_path).wrong))
         assert points < hidden.points, f"{exercise} in variant {variant}: {feedback}"
         assert feedback.strip() and not re.fullmatch(r"partly right( \(\d+% of the marks\))?", feedback), feedback
+
+
+def _kinds() -> dict[str, str]:
+    import nbformat
+
+    from kit.student import answer_cells
+
+    return {str(c.metadata["exercise"]["id"]): c.metadata["exercise"]["kind"]
+            for path in sorted(ROOT.glob("notebooks/[0-9][0-9]-*.ipynb"))
+            for c in answer_cells(nbformat.read(path, as_version=4))}
+
+
+def test_constants_are_tried_on_every_exercise_graded_on_its_value(monkeypatch, tmp_path):
+    """No exception to `test_a_constant_never_gets_full_marks`: every value or function exercise has constants
+    in its case. A prediction is graded on being made (chapter 1: "not on its accuracy"), so any well-formed
+    prediction is full marks by design; its check must say it grades completion."""
+    kinds = _kinds()
+    assert set(kinds) == set(every_exercise())
+    untried = [ex for ex, kind in kinds.items()
+               if kind != "prediction" and not build(ex, monkeypatch, tmp_path).constants]
+    assert untried == []
+    graded_on_accuracy = [ex for ex, kind in kinds.items() if kind == "prediction"
+                          and "completion" not in checks(ex).tests.lower() and "written before" not in checks(ex).tests]
+    assert graded_on_accuracy == []
