@@ -27,6 +27,7 @@ variant in nbval, and tests/test_kit_fairness.py their checks' fairness.
 from __future__ import annotations
 
 import ast
+import atexit
 import inspect
 import os
 import re
@@ -167,6 +168,7 @@ def _synced_folder() -> Path:
     from ragcourse.corpus import load_corpus, sections
 
     work = Path(tempfile.mkdtemp(prefix="kit-variants-"))
+    atexit.register(shutil.rmtree, work, True)
     nothing = SimpleNamespace(summary=lambda: "", chunks=[])
     ns = {"WORK": work, "by_id": {d.id: d for d in load_corpus()}, "sections": sections, "SETTINGS": {},
           "index_sync": SimpleNamespace(sync_folder=lambda *a, **k: nothing),
