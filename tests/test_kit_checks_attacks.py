@@ -67,6 +67,33 @@ def test_a_renamed_copy_of_the_packages_function_is_refused(exercise, module, fu
     assert why and "copied" in why, source
 
 
+@pytest.mark.parametrize(("exercise", "module", "function", "name"), [
+    ("5.3", "ragcourse.rerank", "maxsim", "maxsim_by_hand"),
+    ("5.5", "ragcourse.evaluation", "holm", "holm_by_hand"),
+    ("3.4", "ragcourse.evaluation", "sign_test", "sign_p"),
+    ("6.5", "ragcourse.evaluation", "auc", "auc_by_pairs"),
+])
+def test_a_renamed_copy_scores_nothing_through_the_checker(exercise, module, function, name, tmp_path):
+    """Issue 44: the copy refused above reaches the check as the checker hands it over, and scores 0."""
+    import importlib
+
+    from kit import codec
+    from kit.checker import Checker
+
+    chapter = f"{int(exercise.split('.')[0]):02d}"
+    checker = Checker(str(ROOT / "kit" / "checks" / f"ch{chapter}.py"), {"family_p": [0.01, 0.2, 0.03]}, [name],
+                      exchange=str(tmp_path))
+    source = renamed_copy(getattr(importlib.import_module(module), function), name)
+    checker.values = {name: codec.Marker("function")}
+    checker.functions = {name: definitions.program([f"import numpy as np\nimport math\n{source}"], name)}
+    hidden = checker.checks[exercise]
+    try:
+        points, feedback = score(hidden, checker.namespace(hidden.by_hand, hidden.forbids))
+    finally:
+        checker.close()
+    assert points == 0 and "copied" in feedback, feedback
+
+
 @pytest.mark.parametrize("disguise", [
     "from ragcourse.genre_chunking import parse_breaks as pb\ndef usable_breaks(a, n):\n    return pb(a, n).breaks",
     "import ragcourse.genre_chunking as g\ndef usable_breaks(a, n):\n    return tuple(g.parse_breaks(a, n).breaks)",

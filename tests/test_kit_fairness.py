@@ -162,7 +162,7 @@ def case_2_1(mp):
 
 
 def case_2_2(mp):
-    low = choose("2.2", [512, 400, 600])
+    low = choose("2.2", checks("2.2").fn.__globals__["LOWS_2_2"])
     losses = {size: 15 + (size - low - 200) ** 2 % 7 + (size % 3 == 1) for size in range(low, low + 513)}
     stub("2.2", "_blind_losses", lambda start: losses if start == low else {}, mp)  # 513 chunkings: see the module
     best = min(t for t, n in losses.items() if n == min(losses.values()))
@@ -194,7 +194,8 @@ def case_3_1(mp):
     low, high = _wilson_by_hand(41, 64)
     p, half = 41 / 64, 1.96 * math.sqrt(41 / 64 * 23 / 64 / 64)
     return Case([{**ctx, "answer_wilson": (low, high)}, {**ctx, "answer_wilson": np.array([low, high])},
-                 {**ctx, "answer_wilson": [round(low, 5), round(high, 5)]}],
+                 {**ctx, "answer_wilson": [round(low, 5), round(high, 5)]},
+                 {**ctx, "answer_wilson": (round(low, 4), np.float32(round(high, 4)))}],  # the text's 4 places
                 {**ctx, "answer_wilson": (p - half, p + half)}, [{**ctx, "answer_wilson": (0.0, 1.0)}],
                 [f"{low:.4f}", f"{high:.4f}"])
 
@@ -358,14 +359,14 @@ def case_5_3(mp):
 
 
 def case_5_4(mp):
-    corpus, questions, qs, n = _unreachable(choose("5.4", ["A", "B"]))
+    corpus, questions, qs, n = _unreachable(choose("5.4", checks("5.4").fn.__globals__["SIZES_5_4"]))
     ctx = {"corpus": corpus, "questions": questions, "qs": qs}
     return Case([{**ctx, "answer_unreachable": n}, {**ctx, "answer_unreachable": np.int32(n)}],
                 {**ctx, "answer_unreachable": n // 2}, [{**ctx, "answer_unreachable": 0}], [str(n)])
 
 
 @cache
-def _unreachable(strategy: str):
+def _unreachable(size: int):
     from ragcourse.chunking import chunk_corpus
     from ragcourse.corpus import load_corpus
     from ragcourse.evaluation import answers_destroyed
@@ -373,7 +374,7 @@ def _unreachable(strategy: str):
 
     corpus, questions = load_corpus(), load_questions()
     qs = [SimpleNamespace(needle=q.needle) for q in questions for _ in range(2)]  # two phrasings each
-    destroyed = set(answers_destroyed(chunk_corpus(corpus, strategy), [q.needle for q in questions]))
+    destroyed = set(answers_destroyed(chunk_corpus(corpus, "A", target=size), [q.needle for q in questions]))
     return corpus, questions, qs, sum(q.needle in destroyed for q in qs)
 
 
@@ -401,7 +402,8 @@ def case_5_5(mp):
                 {**ctx, "holm_by_hand": lambda p: [min(1.0, x * len(p)) for x in p],
                  "answer_holm": [min(1.0, x * 4) for x in table["p"]]},
                 [{**ctx, "holm_by_hand": lambda p: [1.0] * len(p), "answer_holm": [1.0] * 4},
-                 {**ctx, "holm_by_hand": lambda p: np.empty(0), "answer_holm": np.empty(0)}])
+                 {**ctx, "holm_by_hand": lambda p: np.empty(0), "answer_holm": np.empty(0)}],
+                ["0.09"])  # holm(family_p) is (0.04, 0.2, 0.09, 0.09): 0.09 is no input
 
 
 # ---- chapter 6 ----------------------------------------------------------------------------------------
@@ -658,7 +660,8 @@ def case_8_5(mp, tmp_path):
     return Case([{**ctx, "answer_8_5": {"predicted": n, "measured": n, "why": why}},
                  {**ctx, "answer_8_5": {"predicted": np.int64(n), "measured": 0, "why": why}}],
                 {**ctx, "answer_8_5": {"predicted": 1, "measured": 1, "why": why}},
-                [{**ctx, "answer_8_5": {"predicted": 0, "measured": 0, "why": why}}], [str(n)])
+                [{**ctx, "answer_8_5": {"predicted": c, "measured": n, "why": why}} for c in (0, 1, np.int64(2))],
+                [str(n)])
 
 
 # ---- chapters 9 to 11 -----------------------------------------------------------------------------------
@@ -745,7 +748,8 @@ def case_10_3(mp):
 
     mp.setattr(evaluation, "detectable", lambda a, b: SimpleNamespace(difference=0.02345, p=0.04567))
     ctx = {"rerank_runs": {"feedback": 1, "none": 2}}
-    return Case([{**ctx, "answer_10_3": (0.02345, 0.04567)}, {**ctx, "answer_10_3": np.array([0.023, 0.046])}],
+    return Case([{**ctx, "answer_10_3": (0.02345, 0.04567)}, {**ctx, "answer_10_3": np.array([0.023, 0.046])},
+                 {**ctx, "answer_10_3": [round(0.02345, 3), round(0.04567, 4)]}],  # "rounded to 3 and 4 places"
                 {**ctx, "answer_10_3": (-0.02345, 0.04567)}, [{**ctx, "answer_10_3": (0.0, 0.5)}],
                 ["0.02345", "0.04567"])
 
@@ -900,3 +904,41 @@ def test_zz_no_expected_value_reaches_feedback_md_grades_csv_or_the_summary(tmp_
     assert [secret for secret in planted if re.search(rf"(?<![\w.]){re.escape(secret)}(?!\w)", text)] == []
     partial = [f for _, p, f, _ in FEEDBACK if 0 < p and re.fullmatch(r"partly right( \(\d+% of the marks\))?", f)]
     assert partial == [], "a partial mark without its reason"
+
+
+@pytest.mark.parametrize("variant", [0, 1, 2, 5, 2027])
+def test_the_tie_rule_free_and_rank_from_0_answers_lose_points_in_every_term(variant, monkeypatch, tmp_path):
+    """Issue 45: 6.3's `idxmin` (no tie rule) got 3/3 and 4.4's ranks from 0 got 2.67/3; in every term each
+    now loses points, on the check's own hidden cases (the reference's table is only the visible one)."""
+    from ragcourse.book.exercises import VARIANT_ENV
+
+    monkeypatch.setenv(VARIANT_ENV, str(variant))
+    for exercise in ("6.3", "4.4"):
+        hidden = checks(exercise)
+        points, feedback = score(hidden, dict(build(exercise, monkeypatch, tmp_path).wrong))
+        assert points < hidden.points, f"{exercise} in variant {variant}: {feedback}"
+        assert feedback.strip() and not re.fullmatch(r"partly right( \(\d+% of the marks\))?", feedback), feedback
+
+
+def _kinds() -> dict[str, str]:
+    import nbformat
+
+    from kit.student import answer_cells
+
+    return {str(c.metadata["exercise"]["id"]): c.metadata["exercise"]["kind"]
+            for path in sorted(ROOT.glob("notebooks/[0-9][0-9]-*.ipynb"))
+            for c in answer_cells(nbformat.read(path, as_version=4))}
+
+
+def test_constants_are_tried_on_every_exercise_graded_on_its_value(monkeypatch, tmp_path):
+    """No exception to `test_a_constant_never_gets_full_marks`: every value or function exercise has constants
+    in its case. A prediction is graded on being made (chapter 1: "not on its accuracy"), so any well-formed
+    prediction is full marks by design; its check must say it grades completion."""
+    kinds = _kinds()
+    assert set(kinds) == set(every_exercise())
+    untried = [ex for ex, kind in kinds.items()
+               if kind != "prediction" and not build(ex, monkeypatch, tmp_path).constants]
+    assert untried == []
+    graded_on_accuracy = [ex for ex, kind in kinds.items() if kind == "prediction"
+                          and "completion" not in checks(ex).tests.lower() and "written before" not in checks(ex).tests]
+    assert graded_on_accuracy == []

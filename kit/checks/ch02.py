@@ -99,20 +99,33 @@ def token_tail_properties(ns):
     return Partly(0.5, feedback)
 
 
-@cache  # the same for every student: computed once per grading run
+#: The exercise's LOW for each term (the book's first): no two share a best size, so none answers another.
+LOWS_2_2 = [512, 200, 600]
+
+
 def _blind_losses(low: int) -> dict[int, int]:
+    """The needles blind chunks of each size in [low, low + 512] destroy (each size counted once per run)."""
+    return {size: _blind_lost(size) for size in range(low, low + 513)}
+
+
+@cache  # the same for every student: computed once per grading run
+def _blind_lost(size: int) -> int:
+    return sum(len(answers_destroyed(chunk(d, "A", target=size, overlap=0), needles)) for d, needles in _needles())
+
+
+@cache
+def _needles() -> list[tuple[Any, list[str]]]:
+    """Each document that holds a needle, with its needles (a needle occurs in one document only)."""
     docs, questions = load_corpus(), load_questions()
-    by_doc = {d.id: [q.needle for q in questions if q.doc == d.id] for d in docs}
-    return {size: sum(len(answers_destroyed(chunk(d, "A", target=size, overlap=0), by_doc[d.id]))
-                      for d in docs if by_doc[d.id])
-            for size in range(low, low + 513)}
+    by_doc = [(d, [q.needle for q in questions if q.doc == d.id]) for d in docs]
+    return [(d, needles) for d, needles in by_doc if needles]
 
 
 @check("2.2", points=2)
 def best_blind_size(ns):
     """best_size is the smallest blind size in [LOW, LOW + 512] that destroys the fewest needles (recomputed per
     document with the package); half marks for a size that ties on the fewest but is not the smallest."""
-    low = choose("2.2", [512, 400, 600])
+    low = choose("2.2", LOWS_2_2)
     answer = integer(given(ns, "best_size"), "best_size", low, low + 512)
     with reference("the needles each blind size destroys"):
         losses = _blind_losses(low)

@@ -71,12 +71,18 @@ def _scores(fn, args: tuple, expected: float) -> bool:
         return False
 
 
+#: The exercise's window size for each term (the book's first). Strategies A and B destroyed the same needles,
+#: so B's answer was the book's; these three sizes leave 94, 132 and 62 queries unreachable.
+SIZES_5_4 = [512, 400, 640]
+
+
 @check("5.4", points=2)
 def unreachable_queries(ns):
-    """answer_unreachable counts the queries whose needle no chunk of the exercise's blind strategy holds whole."""
+    """answer_unreachable counts the queries whose needle no chunk of blind strategy A, at the exercise's size,
+    holds whole."""
     answer = integer(given(ns, "answer_unreachable"), "answer_unreachable")
     with reference("the unreachable queries"):
-        blind = chunk_corpus(ns["corpus"], choose("5.4", ["A", "B"]))
+        blind = chunk_corpus(ns["corpus"], "A", target=choose("5.4", SIZES_5_4))
         destroyed = set(answers_destroyed(blind, [q.needle for q in ns["questions"]]))
         expected = sum(q.needle in destroyed for q in ns["qs"])
     if answer * 2 == expected:

@@ -144,9 +144,9 @@ def prediction_recorded(ns):
 
 @check("8.5", points=2)
 def predicted_the_embeddings_of_an_edit(ns):
-    """answer_8_5 holds the prediction written before the sync and a reason; the check counts the new chunk
-    texts of the edited file itself (the student's 'measured' is not read): full points when the prediction
-    equals that count, half when it is off by one."""
+    """answer_8_5 holds the count worked out before the sync and a reason; the check counts the new chunk
+    texts of the edited file itself (the student's 'measured' is not read): full points when the worked-out
+    count equals it, half when it is off by one. Each term edits another file of several chunks."""
     answer = given(ns, "answer_8_5")
     assert isinstance(answer, dict), "answer_8_5 should be a dict with 'predicted', 'measured' and 'why'"
     predicted = integer(answer.get("predicted"), "predicted", 0, 10**6)
