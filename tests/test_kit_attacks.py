@@ -410,12 +410,11 @@ time.sleep(120)
 
 
 def test_a_sandbox_starts_while_its_user_already_runs_many_threads():
-    """RLIMIT_NPROC counts all of a user's processes: 300 threads elsewhere must not leave a sandbox unable to start."""
-    as_user = []
-    if os.geteuid() == 0:
-        if not sandbox.drop_to_nobody():
-            pytest.skip("the sandbox runs as root in its own user namespace, where no process count applies")
-        as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    """RLIMIT_NPROC counts all of a user's processes: 300 threads elsewhere must not leave a sandbox unable to start.
+
+    The threads run as the sandbox's user on the host: nobody where the grader drops to it, else the grader's
+    own user (root, when the interpreter is out of nobody's reach: its pids cgroup is the cap)."""
+    as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if sandbox.drop_to_nobody() else []
     threads_elsewhere = subprocess.Popen([*as_user, sys.executable, "-c", THREADS], stdout=subprocess.PIPE, text=True)
     try:
         assert threads_elsewhere.stdout.readline().strip() == "up"
@@ -687,3 +686,17 @@ def test_a_submission_that_reads_its_job_and_the_export_cell_learns_no_answer_na
     values = result["exported"]["values"]
     assert '"digests"' in values["seen"] and "answer_nobody_guesses" not in values["seen"], values["seen"][:300]
     assert "_kit_export" in values["cell"] and "answer_nobody_guesses" not in values["cell"]
+
+
+def test_where_no_sandbox_can_be_made_the_grader_refuses_and_grades_nothing(tmp_path):
+    """As any user: without a wall (here bwrap missing from PATH), nothing is graded and the message says why."""
+    folder = tmp_path / "class"
+    (folder / "ann").mkdir(parents=True)
+    nbformat.write(reference(), folder / "ann" / "90-synthetic.ipynb")
+    env = {**os.environ, "PATH": str(tmp_path / "empty"),
+           "PYTHONPATH": os.pathsep.join([str(sandbox.package_root()), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-m", "kit.grade", str(folder), "--out", str(tmp_path / "out"),
+                           "--checks", str(FIXTURE_CHECKS), "--reference", str(FIXTURE.parent)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "cannot isolate submissions, so nothing was graded" in done.stderr, done.stderr
+    assert "bwrap is not installed" in done.stderr and not (tmp_path / "out").exists()
