@@ -70,7 +70,7 @@ TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_INDEX_ARGS = $(shell "$(PY)" -c 'import urllib.request as u; u.urlopen("$(TORCH_CPU_INDEX)/torch/", timeout=5)' \
 	>/dev/null 2>&1 && echo --extra-index-url $(TORCH_CPU_INDEX))
 
-$(STAMPS)/install: requirements.txt requirements-nodeps.txt pyproject.toml
+$(STAMPS)/install: requirements.txt requirements-nodeps.txt requirements-tools.txt pyproject.toml
 	@if [ ! -x "$(PY)" ]; then \
 		echo ">> creating $(VENV) with $(PYTHON)"; \
 		"$(PYTHON)" -c 'import sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13), sys.version' \
@@ -79,6 +79,7 @@ $(STAMPS)/install: requirements.txt requirements-nodeps.txt pyproject.toml
 	fi
 	$(PY) -m pip install --quiet $(TORCH_INDEX_ARGS) -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
+	$(PY) -m pip install --quiet --no-deps --require-hashes --only-binary=:all: -r requirements-tools.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ragcourse)" >/dev/null
 	mkdir -p $(STAMPS) && touch $@
