@@ -6,7 +6,7 @@
 #   make reproduce   re-execute every notebook in place (maintainers), then strip volatile metadata
 #   make bench       run benchmarks/bench_*.py (ratios measured side by side in one run)
 #   make timings     measure every timing the book quotes, once, into benchmarks/results/timings.json
-#   make run-costs   each notebook executed once: wall time, CPU time, peak memory (the "Run this chapter" boxes)
+#   make run-costs   each new or changed notebook executed once: wall time, CPU time, peak memory ("Run this chapter")
 #   make reranker    build the offline reranker's token index and measure it on the hybrid top 25
 #   make judge       score the SmolLM2 judge on the hybrid top 25 (~30 min) into benchmarks/results/
 #   make answers     SmolLM2's answer to every query the gate lets through (~10 min), for chapter 7
@@ -70,7 +70,7 @@ TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_INDEX_ARGS = $(shell "$(PY)" -c 'import urllib.request as u; u.urlopen("$(TORCH_CPU_INDEX)/torch/", timeout=5)' \
 	>/dev/null 2>&1 && echo --extra-index-url $(TORCH_CPU_INDEX))
 
-$(STAMPS)/install: requirements.txt requirements-nodeps.txt pyproject.toml
+$(STAMPS)/install: requirements.txt requirements-nodeps.txt requirements-tools.txt pyproject.toml
 	@if [ ! -x "$(PY)" ]; then \
 		echo ">> creating $(VENV) with $(PYTHON)"; \
 		"$(PYTHON)" -c 'import sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13), sys.version' \
@@ -79,6 +79,7 @@ $(STAMPS)/install: requirements.txt requirements-nodeps.txt pyproject.toml
 	fi
 	$(PY) -m pip install --quiet $(TORCH_INDEX_ARGS) -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
+	$(PY) -m pip install --quiet --no-deps --require-hashes --only-binary=:all: -r requirements-tools.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ragcourse)" >/dev/null
 	mkdir -p $(STAMPS) && touch $@
@@ -213,9 +214,11 @@ sphinx-docs: $(STAMPS)/install
 timings: $(STAMPS)/install $(STAMPS)/corpus
 	$(PY) benchmarks/timings.py
 
-# Each notebook once, in book order, from an empty vector cache: the "notebooks" section of timings.json.
+# The "notebooks" section of timings.json (each page's "Run this chapter" box): each notebook executed once, from
+# an empty vector cache of its own, for every page without a row or whose code cells changed since (after a merge:
+# the changed chapters only). ALL=1 re-records every page; `scripts/notebook_costs.py --list ...` only lists them.
 run-costs: $(STAMPS)/install $(STAMPS)/corpus
-	nice $(PY) scripts/notebook_costs.py $(NOTEBOOKS)
+	nice $(PY) scripts/notebook_costs.py $(if $(ALL),--all) $(NOTEBOOKS)
 
 # The offline reranker needs no training: late interaction over the embedder's own token vectors.
 reranker: $(STAMPS)/install $(STAMPS)/corpus

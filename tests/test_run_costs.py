@@ -1,5 +1,7 @@
 """The "Run this chapter" box (book/_ext/run_costs.py): its figures come from the timing record's "notebooks"
-section, a page in the record's scope without figures fails the build, and the built pages show the box."""
+section, a page in the record's scope without figures fails the build, every notebook page of the table of
+contents has its figures, and the built pages show the box. `make run-costs` (scripts/notebook_costs.py) runs
+the pages with no row or whose code changed."""
 
 from __future__ import annotations
 
@@ -22,9 +24,10 @@ from ragcourse import paths
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "book" / "_build" / "html"
-ROW = {"wall_s": 93.0, "cpu_s": 34.5, "peak_rss_mib": 655, "load_average_before": [3.6, 1.3, 0.5],
-       "load_average_after": [6.56, 2.9, 1.2]}
 MACHINE = {"cpu": "AMD EPYC", "cores": 2, "memory_gib": 24, "python": "3.11.7", "date": "2026-12-04"}
+ROW = {"wall_s": 93.0, "cpu_s": 34.5, "peak_rss_mib": 655, "load_average_before": [3.6, 1.3, 0.5],
+       "load_average_after": [6.56, 2.9, 1.2], "cache": "empty", "machine": MACHINE}
+TOC = ROOT / "book" / "_toc.yml"
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import notebook_costs  # noqa: E402
@@ -56,8 +59,7 @@ def app_with(tmp_path: Path, monkeypatch):
 
 
 def test_the_box_gives_minutes_memory_load_set_up_and_download_after_the_opening_box(app_with):
-    section = {"scope": ["02-chunking"], "pages": {"02-chunking": ROW}, "machine": MACHINE,
-               "setup": "make install corpus", "cache": "empty"}
+    section = {"scope": ["02-chunking"], "pages": {"02-chunking": ROW}, "setup": "make install corpus"}
     doctree = chapter()
     extension().add_box(app_with(section), doctree, "notebooks/02-chunking")
     first = doctree.next_node(nodes.section)
@@ -66,12 +68,22 @@ def test_the_box_gives_minutes_memory_load_set_up_and_download_after_the_opening
     assert text.startswith("Run this chapter")
     assert "1.6 min of wall time (0.6 min of CPU time)" in text and "0.64 GB of memory" in text  # 93/60, 655/1024
     assert "a load average of 3.6 to 6.6" in text and "make install corpus" in text
+    assert "AMD EPYC, 2 cores, 24 GiB, Python 3.11.7, measured 2026-12-04" in text
+    assert "The vector cache started empty" in text and "the clone's notebooks/ folder" in text
     assert first.children[2].next_node(nodes.reference)["refuri"] == "../_sources/notebooks/02-chunking.ipynb"
 
 
+def test_a_lab_gets_its_own_box_that_says_where_the_download_goes(app_with):
+    section = {"scope": ["labs/02-chunking"], "pages": {"labs/02-chunking": ROW}, "setup": "make install corpus"}
+    doctree = chapter("Lab\n===\n\nBody.\n")
+    extension().add_box(app_with(section), doctree, "notebooks/labs/02-chunking")
+    text = doctree.next_node(nodes.section).children[1].astext()
+    assert text.startswith("Run this lab") and "the clone's notebooks/labs/ folder" in text
+    assert doctree.next_node(nodes.reference)["refuri"] == "../../_sources/notebooks/labs/02-chunking.ipynb"
+
+
 def test_a_page_in_scope_without_figures_fails_and_one_outside_gets_no_box(app_with):
-    section = {"scope": ["02-chunking", "labs/03-lab"], "pages": {"02-chunking": ROW}, "machine": MACHINE,
-               "setup": "make install corpus", "cache": "empty"}
+    section = {"scope": ["02-chunking", "labs/03-lab"], "pages": {"02-chunking": ROW}, "setup": "make install corpus"}
     app = app_with(section)
     with pytest.raises(ExtensionError, match="labs/03-lab"):
         extension().add_box(app, chapter(), "notebooks/labs/03-lab")
@@ -86,6 +98,43 @@ def test_pages_are_keyed_by_their_path_under_notebooks():
     assert notebook_costs.page_key(Path("notebooks/labs/03-lab.ipynb")) == "labs/03-lab"
 
 
+def notebook(path: Path, *codes: str) -> Path:
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": "# Title"}] + [
+        {"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None} for code in codes]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    return path
+
+
+def test_run_costs_runs_the_pages_without_a_row_or_whose_code_changed(tmp_path):
+    same = notebook(tmp_path / "notebooks" / "01-a.ipynb", "x = 1")
+    changed = notebook(tmp_path / "notebooks" / "labs" / "01-a.ipynb", "y = 2")
+    new = notebook(tmp_path / "notebooks" / "02-b.ipynb", "z = 3")
+    section = {"pages": {"01-a": {"code_sha256": notebook_costs.code_sha256(same)},
+                         "labs/01-a": {"code_sha256": notebook_costs.code_sha256(changed)}}}
+    notebook(changed, "y = 2", "print(y)")
+    assert notebook_costs.to_run([same, changed, new], section) == [changed, new]
+    assert notebook_costs.to_run([same, changed, new], section, everything=True) == [same, changed, new]
+    prose = json.loads(same.read_text(encoding="utf-8"))
+    prose["cells"][0]["source"] = "# Another title"
+    same.write_text(json.dumps(prose), encoding="utf-8")
+    assert notebook_costs.to_run([same], section) == []  # prose does not change what a run costs
+
+
+def test_saving_a_row_keeps_the_other_pages_and_sections(tmp_path):
+    out = tmp_path / "timings.json"
+    out.write_text(json.dumps({"embedding": {"A": 1}, "notebooks": {"pages": {"01-a": ROW}}}), encoding="utf-8")
+    notebook_costs.save(out, "labs/01-a", ROW | {"wall_s": 5.0})
+    record = json.loads(out.read_text(encoding="utf-8"))
+    assert record["embedding"] == {"A": 1} and record["notebooks"]["scope"] == ["01-a", "labs/01-a"]
+    assert record["notebooks"]["pages"]["01-a"] == ROW and record["notebooks"]["pages"]["labs/01-a"]["wall_s"] == 5.0
+
+
+def toc_notebook_pages() -> list[str]:
+    """Every notebook page of the book: `01-corpus`, `a2-scale`, `labs/01-corpus`..."""
+    return re.findall(r"^\s*- file: notebooks/(\S+)\s*$", TOC.read_text(encoding="utf-8"), re.M)
+
+
 def test_every_recorded_page_of_the_built_book_shows_its_figures():
     record = json.loads((paths.RESULTS_DIR / "timings.json").read_text(encoding="utf-8"))
     section = record.get("notebooks", {})
@@ -96,4 +145,5 @@ def test_every_recorded_page_of_the_built_book_shows_its_figures():
         pytest.skip("the book is not built")
     for key, row in section["pages"].items():
         page = re.sub(r"<[^>]+>", " ", (HTML / "notebooks" / f"{key}.html").read_text(encoding="utf-8"))
-        assert "Run this chapter" in page and f"{round(row['wall_s'] / 60, 1)} min of wall time" in page, key
+        title = "Run this lab" if key.startswith("labs/") else "Run this chapter"
+        assert title in page and f"{round(row['wall_s'] / 60, 1)} min of wall time" in page, key

@@ -1,10 +1,12 @@
-"""A "Run this chapter" box on every notebook page: its time and memory from the one timing record.
+"""A "Run this chapter" (or "Run this lab") box on every notebook page: its time and memory from the timing record.
 
 The figures come from the "notebooks" section of benchmarks/results/timings.json, written by `make run-costs`
-(scripts/notebook_costs.py): wall time, CPU time and peak memory of executing the notebook once, with the load
-average of the machine beside them. The box also gives the one set-up command and a download of the notebook.
-Pages are matched by their path under notebooks/ (`03-dense-retrieval`, `labs/03-lab`). A page the record's
-scope lists but that has no figures fails the build; any other page without figures gets no box.
+(scripts/notebook_costs.py): wall time, CPU time and peak memory of executing the notebook once from an empty
+vector cache, with the load average of the machine and the machine itself beside them. The box also gives the
+one set-up command and a download of the notebook. Pages are matched by their path under notebooks/
+(`03-dense-retrieval`, `labs/03-dense-retrieval`). A page the record's scope lists but that has no figures fails
+the build; any other page without figures gets no box (tests/test_run_costs.py fails for a page of the table
+of contents without figures).
 """
 
 from __future__ import annotations
@@ -50,19 +52,28 @@ def paragraph(*parts) -> nodes.paragraph:
 def box(docname: str, row: dict, section: dict) -> nodes.admonition:
     """The admonition: cost, set-up command and the notebook's download."""
     minutes, cpu = round(row["wall_s"] / 60, 1), round(row["cpu_s"] / 60, 1)
-    memory = round(row["peak_rss_mib"] / 1024, 2)
+    memory, where = round(row["peak_rss_mib"] / 1024, 2), machine_text(row.get("machine", section.get("machine")))
+    folder, _, _ = docname.rpartition("/")
     note = nodes.admonition(classes=["tip", "run-this-chapter"])
-    note += nodes.title(text="Run this chapter")
+    note += nodes.title(text="Run this lab" if folder.endswith("/labs") else "Run this chapter")
     note += paragraph(f"Executing this notebook once took {minutes} min of wall time ({cpu} min of CPU time) "
-                      f"and at most {memory} GB of memory, on {machine_text(section['machine'])}, at "
-                      f"{load_text(row)}: the machine was shared with other work, so these are upper figures "
-                      f"for a quiet laptop. The vector cache was {section['cache']} (chapters run in book order).")
+                      f"and at most {memory} GB of memory, on {where}, at {load_text(row)}: the machine was "
+                      "shared with other work, so these are upper figures for a quiet laptop. "
+                      + cache_text(row, section))
     download = "../" * docname.count("/") + f"_sources/{docname}.ipynb"
     note += paragraph("Set up once, in a clone of the repository: ", nodes.literal(text=section["setup"]),
                       ". Then ", nodes.reference("", "download this notebook", refuri=download, internal=False),
-                      ", place it in the clone's ", nodes.literal(text="notebooks/"), " folder and run it with ",
+                      ", place it in the clone's ", nodes.literal(text=folder + "/"), " folder and run it with ",
                       nodes.literal(text=".venv/bin/jupyter lab"), ".")
     return note
+
+
+def cache_text(row: dict, section: dict) -> str:
+    """What the vector cache held when the run started."""
+    if row.get("cache", section.get("cache")) == "empty":
+        return ("The vector cache started empty, as right after set-up: "
+                "after other chapters have run, the vectors they embedded are reused and this page costs less.")
+    return f"The vector cache was {section['cache']} (chapters run in book order)."
 
 
 def add_box(app, doctree, docname: str) -> None:
