@@ -258,6 +258,10 @@ def function_main(job: dict, channel) -> None:
 def main(argv: list[str]) -> int:
     mode, job_path = argv
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    if "processes" in job:  # in the sandbox's user namespace, this counts only the sandbox's own processes
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NPROC, (job["processes"], job["processes"]))
     # The result goes to a private copy of standard output; the student's code gets /dev/null as fd 1.
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
     null = os.open(os.devnull, os.O_WRONLY)

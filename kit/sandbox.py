@@ -153,15 +153,17 @@ def _no_nested_userns(bwrap: str) -> tuple[str, ...]:
     return ("--disable-userns",) if newer and not os.stat(bwrap).st_mode & 0o4000 else ()
 
 
-def _limit(quota: Quota, drop: bool, group: walls.Group | None = None):
+def _limit(quota: Quota, drop: bool, group: walls.Group | None = None, inside: bool = True):
     """The function run in the child before bwrap: limits, a session of its own, and `nobody` as root.
 
-    RLIMIT_NPROC counts every process of the user, so the sandbox may start `quota.processes` more than
-    its user already runs (an instructor's browser must not leave a sandbox unable to start a kernel).
-    The sandbox is the OOM killer's first choice (oom_score_adj 1000), never the grader.
+    With `inside` (a sandbox), RLIMIT_NPROC is left to the runner, which sets it in the sandbox's own user
+    namespace: there the kernel counts only that sandbox's processes, so neither the user's other processes
+    nor a classmate's sandbox beside it (`-j`, same user) can use up its count. Without (`--unsafe`), it is
+    set here, `quota.processes` more than the user already runs. The sandbox is the OOM killer's first
+    choice (oom_score_adj 1000), never the grader.
     """
     user = pwd.getpwnam(NOBODY) if drop else None
-    processes = tasks_of(user.pw_uid if user else os.getuid()) + quota.processes
+    processes = None if inside else tasks_of(user.pw_uid if user else os.getuid()) + quota.processes
 
     def apply() -> None:
         os.setsid()
@@ -172,7 +174,8 @@ def _limit(quota: Quota, drop: bool, group: walls.Group | None = None):
         for kind, value in ((resource.RLIMIT_AS, quota.memory), (resource.RLIMIT_NPROC, processes),
                             (resource.RLIMIT_FSIZE, quota.file_size), (resource.RLIMIT_NOFILE, quota.open_files),
                             (resource.RLIMIT_CPU, quota.cpu), (resource.RLIMIT_CORE, 0)):
-            resource.setrlimit(kind, (value, value))
+            if value is not None:
+                resource.setrlimit(kind, (value, value))
         if user is not None:
             os.setgroups([])
             os.setgid(user.pw_gid)
@@ -331,13 +334,15 @@ def _launch(mode: str, job: dict, unsafe: bool, quota: Quota, package: bool = Tr
         _hand_over(folder / name, 0o600)
     inside = str(folder) if unsafe else INSIDE_JOB
     job = {k: (v.replace("{job}", inside) if isinstance(v, str) else v) for k, v in job.items()}
+    if not unsafe:
+        job["processes"] = quota.processes  # RLIMIT_NPROC, set by the runner inside the sandbox's user namespace
     _write_job(folder, job)
     group = walls.Group(quota.sandbox_memory, quota.sandbox_processes) if quota.cgroup and walls.cgroups_usable() \
         else None
     with open(walls.seccomp_filter(), "rb") if not unsafe else open(os.devnull, "rb") as rules:  # noqa: PTH123
         if unsafe:
             env = {**os.environ, "PYTHONPATH": str(package_root()) if package else ""}
-            cmd, pre = unsafe_command(folder), _limit(quota, False, group)
+            cmd, pre = unsafe_command(folder), _limit(quota, False, group, inside=False)
         else:
             env, pre = {}, _limit(quota, drop_to_nobody(), group)
             cmd = bwrap_command(folder, list(extra_ro), quota, package, rules.fileno())

@@ -427,6 +427,33 @@ def test_a_sandbox_starts_while_its_user_already_runs_many_threads():
     assert (result.get("exported") or {}).get("values") == {"answer": 42}, result
 
 
+SPAWNS = """import threading, time
+def spawn(n):
+    started = 0
+    try:
+        for _ in range(n):
+            threading.Thread(target=time.sleep, args=(120,), daemon=True).start()
+            started += 1
+    except RuntimeError:
+        pass
+    return started
+"""
+
+
+def test_a_sandbox_keeps_its_processes_beside_a_classmates_that_uses_up_its_own():
+    """With -j, sandboxes of one user run side by side. Running as nobody, RLIMIT_NPROC once counted that user's
+    processes in every sandbox: a classmate who started all they could left the sandbox beside unable to start one."""
+    deadline = time.monotonic() + 120
+    student, hog = sandbox.Functions([SPAWNS], deadline), sandbox.Functions([SPAWNS], deadline)
+    try:
+        assert student.call("spawn", (1,), {}) == 1  # its sandbox is up first
+        assert 0 < hog.call("spawn", (1000,), {}) < sandbox.Quota().sandbox_processes  # stopped by its own cap
+        assert student.call("spawn", (20,), {}) == 20
+    finally:
+        student.close()
+        hog.close()
+
+
 FORGES_INPUT = """import os
 def f(folder):
     path = os.path.join(folder, "input.txt")
