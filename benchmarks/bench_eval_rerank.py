@@ -52,9 +52,12 @@ def timed_eval(docs: Path, questions: Path, out: Path, cache: Path, rerank: bool
 
 
 def questions_file(dest: Path) -> Path:
-    """All 210 questions of the course, as a reader's questions file (id, doc, needle, question, ticket)."""
-    lines = [line for name in ("questions.jsonl", "questions_added.jsonl")
-             for line in (DATA_DIR / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    """All 210 questions of the course, as a reader's questions file (id, needle, question, ticket: eval finds
+    each needle's file itself)."""
+    keep = ("id", "needle", "question", "ticket")
+    lines = [json.dumps({k: record[k] for k in keep if k in record})
+             for name in ("questions.jsonl", "questions_added.jsonl")
+             for record in map(json.loads, (DATA_DIR / name).read_text(encoding="utf-8").splitlines())]
     dest.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return dest
 
