@@ -1,12 +1,12 @@
 """Issue 42's check: a no-change `ragcourse eval --rerank` re-run costs at most 2x the same re-run without it.
 
-The folder is the course corpus (data/corpus), the questions all 210 of the course (420 queries), the run E/hybrid,
-with a private, fresh cache (`--cache-dir`) so nothing outside the benchmark warms it. A first run with `--rerank`
-fills the cache (embeddings and token vectors; not timed); then the plain and the `--rerank` re-run alternate,
-``--repeats`` times each, every one a fresh process as a user starts it (start-up and reading included). Both CPU
-seconds (user + system of the child, which stretch little under load) and wall seconds are kept, with the load
-average before and after. Exits 1 when the median `--rerank` re-run takes more than 2x the median plain one in CPU
-seconds, or when a re-run's results differ from the first run's (latencies aside).
+The folder is the course corpus exported as files (each with its title), the questions all 210 of the course (420
+queries), the run E/hybrid, with a private, fresh cache (`--cache-dir`) so nothing outside the benchmark warms it. A
+first run with `--rerank` fills the cache (embeddings and token vectors; not timed); then the plain and the
+`--rerank` re-run alternate, ``--repeats`` times each, every one a fresh process as a user starts it (start-up and
+reading included). Both CPU seconds (user + system of the child, which stretch little under load) and wall seconds
+are kept, with the load average before and after. Exits 1 when the median `--rerank` re-run takes more than 2x the
+median plain one in CPU seconds, or when a re-run's results differ from the first run's (latencies aside).
 
     python benchmarks/bench_eval_rerank.py [--repeats 3] [--out benchmarks/results/eval_rerank.json] [--cache-dir DIR]
 """
@@ -25,7 +25,9 @@ import time
 from pathlib import Path
 
 from ragcourse.book.timings import machine
+from ragcourse.cli.folder import export_corpus
 from ragcourse.cli.runs import without_latency
+from ragcourse.corpus import load_corpus
 from ragcourse.paths import DATA_DIR, RESULTS_DIR
 
 OUT = RESULTS_DIR / "eval_rerank.json"
@@ -38,9 +40,9 @@ def _child_times() -> tuple[float, float]:
     return usage.ru_utime, usage.ru_stime
 
 
-def timed_eval(questions: Path, out: Path, cache: Path, rerank: bool) -> dict:
+def timed_eval(docs: Path, questions: Path, out: Path, cache: Path, rerank: bool) -> dict:
     """One `ragcourse eval` process on the course corpus: wall, user and system seconds."""
-    command = [sys.executable, "-m", "ragcourse", "eval", str(DATA_DIR / "corpus"), "--questions", str(questions),
+    command = [sys.executable, "-m", "ragcourse", "eval", str(docs), "--questions", str(questions),
                "--methods", "hybrid", "--cache-dir", str(cache), "--out", str(out), *(["--rerank"] if rerank else [])]
     env = dict(os.environ, RAGCOURSE_PROGRESS="0")
     (user, system), started = _child_times(), time.perf_counter()
@@ -50,9 +52,12 @@ def timed_eval(questions: Path, out: Path, cache: Path, rerank: bool) -> dict:
 
 
 def questions_file(dest: Path) -> Path:
-    """All 210 questions of the course, as a reader's questions file (id, doc, needle, question, ticket)."""
-    lines = [line for name in ("questions.jsonl", "questions_added.jsonl")
-             for line in (DATA_DIR / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    """All 210 questions of the course, as a reader's questions file (id, needle, question, ticket: eval finds
+    each needle's file itself)."""
+    keep = ("id", "needle", "question", "ticket")
+    lines = [json.dumps({k: record[k] for k in keep if k in record})
+             for name in ("questions.jsonl", "questions_added.jsonl")
+             for record in map(json.loads, (DATA_DIR / name).read_text(encoding="utf-8").splitlines())]
     dest.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return dest
 
@@ -71,12 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         questions, cache = questions_file(root / "questions.jsonl"), args.cache_dir or root / "cache"
-        first = timed_eval(questions, root / "first", cache, rerank=True)
+        docs = root / "docs"
+        export_corpus(load_corpus(), docs)
+        first = timed_eval(docs, questions, root / "first", cache, rerank=True)
         load_before, runs = os.getloadavg(), {"plain": [], "rerank": []}
         for i in range(args.repeats):
             for kind in runs:
                 out = root / f"{kind}-{i}"
-                runs[kind].append(timed_eval(questions, out, cache, rerank=kind == "rerank"))
+                runs[kind].append(timed_eval(docs, questions, out, cache, rerank=kind == "rerank"))
                 runs[kind][-1]["same_results"] = _same(root / "first", out) if kind == "rerank" else None
         load_after = os.getloadavg()
     median = {kind: {key: statistics.median(r[key] for r in rs) for key in ("user", "system", "wall")}
