@@ -8,6 +8,7 @@ keep an old spelling alive beside the real one; chapters, tests and the kit impo
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,3 +149,17 @@ def test_no_import_cycle_in_the_package_or_the_kit():
 def test_the_cycle_finder_sees_a_cycle_of_three_and_nothing_else():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
     assert cycles(edges) == {frozenset({"a", "b", "c"})}
+
+
+#: A p-value formatted by hand in a notebook: a floor test (`p < 0.0001 ... else`) or "p = {x:.4f}".
+HAND_FORMATTED_P = re.compile(r"<\s*(?:0\.0001|1e-4)\s+else|\bp = \{[^{}]+:\.4f\}|\"p\": f\"\{[^{}]+:\.4f\}\"")
+
+
+def test_notebooks_print_p_values_with_the_packages_one_formatter():
+    """`evaluation.p_text` is the one way a p-value is printed: no notebook writes its own (issue 38 found 8)."""
+    import nbformat
+
+    found = [(path.relative_to(ROOT).as_posix(), i) for path in sorted((ROOT / "notebooks").glob("**/*.ipynb"))
+             for i, cell in enumerate(nbformat.read(path, as_version=4).cells)
+             if cell.cell_type == "code" and HAND_FORMATTED_P.search(cell.source)]
+    assert found == [], "print p-values with ragcourse.evaluation.p_text"

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..documents import printable
-from ..evaluation import KS, Paired, questions_needed, verdict, with_interval
+from ..evaluation import KS, Paired, p_text, questions_needed, verdict, with_interval
 from .folder import shorten
 from .runs import EXCERPT, TREC_DEPTH, Run
 
@@ -392,7 +392,7 @@ def _pick(results: dict, split: str, metric: str = "MRR") -> str:
         e = min(against, key=lambda e: e["difference"])
         return (f"{where}: pick {best} (" + metric + f" {value:.3f}). It beats every other run; the closest, "
                 f"{e['b']}, by {e['difference']:.3f} (95 % interval {e['low']:.3f} to {e['high']:.3f}; "
-                f"{e['wins']} questions better, {e['losses']} worse; Holm-adjusted p = {e['p_holm']:.4f}).")
+                f"{e['wins']} questions better, {e['losses']} worse; Holm-adjusted {p_text(e['p_holm'])}).")
     e = max((e for e in against if e["p_holm"] >= ALPHA or e["a"] != best), key=lambda e: e["p_holm"])
     other = e["b"] if e["a"] == best else e["a"]
     needed = questions_needed(e["sd"], abs(e["difference"])) if e["difference"] and e["sd"] > 0 else None
@@ -405,7 +405,7 @@ def _pick(results: dict, split: str, metric: str = "MRR") -> str:
     shown = f"{e['difference']:.3f}" + ("" if e["low"] is None else f", 95 % interval {e['low']:.3f} to "
                                                                      f"{e['high']:.3f}")
     return (f"{where}: the data cannot decide between {best} and {other} on {metric} (difference {shown}; "
-            f"{e['wins']} questions one way, {e['losses']} the other; Holm-adjusted p = {e['p_holm']:.4f}); {need}.")
+            f"{e['wins']} questions one way, {e['losses']} the other; Holm-adjusted {p_text(e['p_holm'])}); {need}.")
 
 
 def decision(results: dict) -> list[str]:
@@ -423,7 +423,7 @@ def decision(results: dict) -> list[str]:
         h = min(opposite, key=lambda h: h["p"])
         shown = ", ".join(f"{p} {d:+.3f}" for p, d in h["difference"].items())
         out.append(f"The phrasings disagree: {h['a']} against {h['b']} on MRR is {shown} (interaction sign test "
-                   f"{h['wins']}–{h['losses']}, p = {h['p']:.4f}); read each phrasing's line, not the pooled one.")
+                   f"{h['wins']}–{h['losses']}, {p_text(h['p'])}); read each phrasing's line, not the pooled one.")
     by_label = {r["label"]: r for r in runs}
     for run in runs:
         first = by_label.get(run["label"].removesuffix("+rerank")) if run["rerank"] else None
@@ -438,7 +438,8 @@ def decision(results: dict) -> list[str]:
 def _splits_table(splits: Sequence[dict], metrics: Sequence[str]) -> pd.DataFrame:
     rows = [{"split": e["split"], "metric": e["metric"], "A": e["a"], "B": e["b"],
              "A − B [95 %]": with_interval(e["difference"], e["low"], e["high"]),
-             "wins–losses": f"{e['wins']}–{e['losses']}", "p": f"{e['p']:.4f}", "p (Holm)": f"{e['p_holm']:.4f}"}
+             "wins–losses": f"{e['wins']}–{e['losses']}", "p": p_text(e["p"], bare=True),
+             "p (Holm)": p_text(e["p_holm"], bare=True)}
             for e in splits if e["metric"] in metrics]
     return pd.DataFrame(rows)
 
@@ -447,7 +448,7 @@ def _heterogeneity_table(rows: Sequence[dict]) -> pd.DataFrame:
     return pd.DataFrame([{"A": h["a"], "B": h["b"], "metric": h["metric"]}
                          | {f"A − B, {p}": f"{d:+.3f}" for p, d in h["difference"].items()}
                          | {"opposite signs": "yes" if h["opposite"] else "", "interaction": f"{h['wins']}–"
-                            f"{h['losses']}, p = {h['p']:.4f}"} for h in rows])
+                            f"{h['losses']}, {p_text(h['p'])}"} for h in rows])
 
 
 def _splits_section(results: dict) -> list[str]:
@@ -469,7 +470,7 @@ def _splits_section(results: dict) -> list[str]:
 
 def _paired_table(paired: Sequence[dict]) -> pd.DataFrame:
     rows = [{"run": p["label"], "against": p["against"]["label"], "metric": p["metric"],
-             "wins": p["wins"], "losses": p["losses"], "p": f"{p['p']:.4f}",
+             "wins": p["wins"], "losses": p["losses"], "p": p_text(p["p"], bare=True),
              "reading": verdict(Paired(p["wins"], p["losses"], p["p"]), p["label"], p["against"]["label"])}
             for p in paired]
     return pd.DataFrame(rows)
