@@ -20,6 +20,7 @@ import base64
 import html
 import io
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
@@ -269,8 +270,17 @@ def figure(image: str, number: int, caption: str) -> str:
     return f"<figure>{image}<figcaption>Figure {number}. {html.escape(caption)}</figcaption></figure>"
 
 
+_FIGURES = re.compile(r"<td>([-+−–\d.,%/\[\]() ]+)</td>")
+
+
 def _table(frame: pd.DataFrame) -> str:
-    return "<div class='scroll'>" + frame.to_html(index=False, escape=True, border=0, na_rep="") + "</div>"
+    """A frame as an HTML table in a scrolling box; a cell of figures breaks only at its spaces.
+
+    >>> _FIGURES.sub(r"<td class='n'>\\1</td>", "<td>0.481</td><td>0.3 [0.2, 0.4]</td><td>a/b.rst</td>")
+    "<td class='n'>0.481</td><td class='n'>0.3 [0.2, 0.4]</td><td>a/b.rst</td>"
+    """
+    table = frame.to_html(index=False, escape=True, border=0, na_rep="")
+    return "<div class='scroll'>" + _FIGURES.sub(r"<td class='n'>\1</td>", table) + "</div>"
 
 
 def _runs_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
@@ -485,7 +495,7 @@ def _destroyed_table(runs: Sequence[dict]) -> pd.DataFrame:
 
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}td,th{overflow-wrap:anywhere}th,td{padding:.25em .6em;
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}td{overflow-wrap:anywhere}th,td.n{overflow-wrap:normal}th,td{padding:.25em .6em;
 border-bottom:1px solid #ddd;text-align:left;vertical-align:top}th{background:#f4f4f4}h2{margin-top:1.6em}
 .note{color:#555;font-size:.9em}
 .verdict{background:#f4f8ff;border-left:4px solid #36c;padding:.2em 1em}
