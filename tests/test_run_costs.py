@@ -135,6 +135,21 @@ def toc_notebook_pages() -> list[str]:
     return re.findall(r"^\s*- file: notebooks/(\S+)\s*$", TOC.read_text(encoding="utf-8"), re.M)
 
 
+# Every chapter page (lessons and appendices) must have its figures; a lab page gets its box once it is recorded.
+REQUIRED = [page for page in toc_notebook_pages() if not page.startswith("labs/")]
+
+
+def test_every_chapter_page_of_the_book_has_its_run_cost_in_the_record():
+    assert "01-corpus" in REQUIRED and "a2-scale" in REQUIRED and "labs/01-corpus" in toc_notebook_pages()
+    rows = json.loads((paths.RESULTS_DIR / "timings.json").read_text(encoding="utf-8"))["notebooks"]["pages"]
+    missing = [page for page in REQUIRED if page not in rows]
+    assert not missing, f"no run cost for {missing}: run `make run-costs` (it runs only these and changed pages)"
+    for page in rows:
+        row = rows[page]
+        assert row["cache"] == "empty" and row["wall_s"] >= row["cpu_s"] / row["machine"]["cores"] > 0, page
+        assert row["peak_rss_mib"] > 0 and len(row["load_average_before"]) == 3 == len(row["load_average_after"])
+
+
 def test_every_recorded_page_of_the_built_book_shows_its_figures():
     record = json.loads((paths.RESULTS_DIR / "timings.json").read_text(encoding="utf-8"))
     section = record.get("notebooks", {})
@@ -143,7 +158,8 @@ def test_every_recorded_page_of_the_built_book_shows_its_figures():
         if os.environ.get("RAGCOURSE_REQUIRE_BOOK") == "1":
             pytest.fail("the book is not built (make book)")
         pytest.skip("the book is not built")
-    for key, row in section["pages"].items():
+    for key in sorted(set(REQUIRED) | set(section["pages"])):
+        row = section["pages"][key]
         page = re.sub(r"<[^>]+>", " ", (HTML / "notebooks" / f"{key}.html").read_text(encoding="utf-8"))
         title = "Run this lab" if key.startswith("labs/") else "Run this chapter"
         assert title in page and f"{round(row['wall_s'] / 60, 1)} min of wall time" in page, key
