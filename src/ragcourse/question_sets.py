@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .bm25 import tokenize
 from .corpus import DATA_DIR, Document, collapse, load_corpus
-from .groundtruth import GroundTruthError, Question, check_needle, load_questions, read_records
+from .groundtruth import GroundTruthError, Query, Question, check_needle, load_questions, read_records
 
 PROCEDURES = ("needle-first", "topic-first", "generated")
 QUESTION_SETS_DIR = DATA_DIR / "question_sets"
@@ -193,3 +193,14 @@ def load_grades(questions: list[SetQuestion], path: Path | str = GRADES_FILE) ->
     if missing:
         raise GroundTruthError(f"{path}: no grade for {missing}")
     return {r["id"]: int(r["grade"]) for _, r in records}
+
+
+def as_queries(questions: list[SetQuestion]) -> list[Query]:
+    """The answerable questions as queries `evaluation.evaluate` scores (one phrasing, "question", each).
+
+    >>> as_queries([SetQuestion("t1", "topic-first", "a", "Add a caption.", "How?", "h"),
+    ...             SetQuestion("t2", "topic-first", "b", None, "Why?", "h")])[0].id
+    't1/question'
+    """
+    return [Query(f"{q.id}/question", q.id, "question", q.question, q.needle, q.doc)
+            for q in questions if q.needle is not None]
