@@ -28,7 +28,7 @@ PROCEDURES = ("needle-first", "topic-first", "generated")
 QUESTION_SETS_DIR = DATA_DIR / "question_sets"
 #: sha256 of ``generated.jsonl`` as `benchmarks/generate_questions.py` wrote it (benchmarks/results/
 #: generated_questions.json keeps the raw replies); a hand edit changes it and the loader refuses the file.
-GENERATED_SHA256 = "fbcfcdf6f5009b2ff7ba4bfef9e6e743cd3ef185568cdb70a4aa35f53d0233a0"
+GENERATED_SHA256 = "48271af77ebbb1af2dd1d2779f3402a981aa9a1e0be4cefc0f179feccfc71f2c"
 SET_FIELDS = ("id", "procedure", "doc", "question", "source")
 #: One reading of the generated questions by hand, question and needle only, on chapter 12's scale: "2" the
 #: needle answers the question, "1" in part or only on its topic, "0" not.
