@@ -4,7 +4,8 @@ Each set gives every method a mean score over its questions (MRR, R@k); the meth
 compared with their order in another by Kendall's tau-b (`scipy.stats.kendalltau`, ties counted as ties).
 The means are rounded to `precision.PUBLISHED` places first, so a difference no reader sees decides no order.
 Its uncertainty: resample each set's questions with replacement (the same draw for every method of a set,
-since a question is scored by every method), recompute the means and tau, and take percentiles.
+since a question is scored by every method), recompute the means and tau, and take percentiles (values tau
+took, not interpolated between them).
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ def tau_interval(a: Mapping[str, Sequence[float]], b: Mapping[str, Sequence[floa
     taus = np.asarray(taus)
     defined = taus[~np.isnan(taus)]
     tail = (1 - confidence) / 2 * 100
-    low, high = (np.percentile(defined, [tail, 100 - tail]) if len(defined) else (np.nan, np.nan))
+    if not len(defined):
+        return TauInterval(point, np.nan, np.nan, resamples, resamples)
+    # tau takes few values (steps of 1/3 for four methods): the interval's ends are values it took
+    low, high = np.percentile(defined, tail, method="lower"), np.percentile(defined, 100 - tail, method="higher")
     return TauInterval(point, round(float(low), PUBLISHED), round(float(high), PUBLISHED), resamples,
                        int(np.isnan(taus).sum()))
