@@ -1,7 +1,7 @@
 """Agreement of chapter 12's two judges, and what it does to nDCG@10 and MAP of the BM25 run (no model loads).
 
 Reads `data/question_sets/pool_judged.jsonl` (judge A), `judge2_sample.jsonl` (the sampled pairs' ids) and
-`judge2_labels.jsonl` (judge B's grades, `id` and `grade`); prints the cross-table, raw agreement, Cohen's
+`judge2_labels.jsonl` (judge B's grades: `id`, `label`, `reason`); prints the cross-table, raw agreement, Cohen's
 kappa unweighted and linearly weighted (scikit-learn) with a bootstrap interval over the pairs (2,000 draws,
 `numpy.random.default_rng(12)`), and BM25's mean nDCG@10 and MAP on the pooled questions under A's grades and
 with B's grades on the sampled pairs.
@@ -29,7 +29,7 @@ def main() -> None:
     grades: dict[str, dict[str, int]] = {}
     for j in _lines("pool_judged.jsonl"):
         grades.setdefault(j["qid"], {})[j["docno"]] = int(j["grade"])
-    second = {r["id"]: int(r["grade"]) for r in _lines("judge2_labels.jsonl")}
+    second = {r["id"]: int(r["label"]) for r in _lines("judge2_labels.jsonl")}
     pairs = [(s["qid"], s["docno"], s["id"]) for s in _lines("judge2_sample.jsonl") if s["id"] in second]
     a = np.array([grades[q][d] for q, d, _ in pairs])
     b = np.array([second[i] for _, _, i in pairs])
