@@ -74,3 +74,11 @@ def test_a_missing_file_is_named(tmp_path, name):
     (folder / name).unlink()
     found = check(folder)
     assert not found[0].ok and name in found[0].detail
+
+
+def test_the_preregistration_template_asks_for_every_item_the_capstone_grades():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "book" / "preregistration.md").read_text(encoding="utf-8")
+    for item in ("Hypothesis", "Primary measure", "k", "Test", "α", "Margin", "Stopping rule", "sha256sum"):
+        assert item in text, item
