@@ -37,8 +37,9 @@ def _submission(tmp_path, results_first=False, report=REPORT, edit_after=False):
         _commit(folder, "pre-registration")
 
     def results():
-        (folder / "results").mkdir()
-        (folder / "results" / "results.json").write_text(json.dumps(RESULTS))
+        target = folder / "results/results.json"  # the folder `ragcourse eval --out results` writes
+        target.parent.mkdir()
+        target.write_text(json.dumps(RESULTS))
         (folder / "report.md").write_text(report)
         _commit(folder, "results")
 
