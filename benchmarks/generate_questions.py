@@ -36,7 +36,7 @@ from ragcourse.words import collapse
 
 OUT = RESULTS_DIR / "generated_questions.json"
 SET_FILE = QUESTION_SETS_DIR / "generated.jsonl"
-SEED, N_CHUNKS, MAX_NEW_TOKENS, STRATEGY = 39, 90, 48, "E"
+SEED, N_CHUNKS, MAX_NEW_TOKENS, STRATEGY = 39, 330, 48, "E"
 PROMPT = ("Here is a passage from the Docutils documentation.\n\nPassage:\n{chunk}\n\n"
           "Write one question that a reader of this documentation could ask and that this sentence of the "
           "passage answers:\n{needle}\n\nReply with the question only.")

@@ -793,6 +793,69 @@ def case_11_3(mp):
                 {**ctx, "answer_11_3": share - 0.05}, [{**ctx, "answer_11_3": 1.0}], [f"{share:.3f}"])
 
 
+# ---- chapter 12 ---------------------------------------------------------------------------------------
+
+def _ndcg_a(ranking, grades, k):
+    gain = lambda gains: sum(g / math.log2(r + 1) for r, g in enumerate(gains, start=1))  # noqa: E731
+    ideal = gain(sorted(grades.values(), reverse=True)[:k])
+    return gain([grades.get(p, 0) for p in ranking[:k]]) / ideal if ideal else 0.0
+
+
+def _ndcg_b(ranking, grades, k):
+    discounts = 1 / np.log2(np.arange(2, k + 2))
+    got = np.array([grades.get(p, 0) for p in ranking[:k]], dtype=float)
+    best = np.sort(np.array(list(grades.values()), dtype=float))[::-1][:k]
+    ideal = float(best @ discounts[:len(best)])
+    return np.float64(got @ discounts[:len(got)] / ideal) if ideal > 0 else np.float64(0)
+
+
+def _ndcg_retrieved_only(ranking, grades, k):
+    """The typical mistake: the ideal list made of the retrieved passages only."""
+    seen = sorted((grades.get(p, 0) for p in ranking), reverse=True)[:k]
+    ideal = sum(g / math.log2(r + 1) for r, g in enumerate(seen, start=1))
+    got = sum(grades.get(p, 0) / math.log2(r + 1) for r, p in enumerate(ranking[:k], start=1))
+    return got / ideal if ideal else 0.0
+
+
+def case_12_1(mp):
+    return Case([{"ndcg_at_k": _ndcg_a}, {"ndcg_at_k": _ndcg_b}], {"ndcg_at_k": _ndcg_retrieved_only},
+                [{"ndcg_at_k": lambda ranking, grades, k: 0.0}, {"ndcg_at_k": lambda ranking, grades, k: 1.0}])
+
+
+def _kappa_a(a, b):
+    n = len(a)
+    observed = sum(abs(x - y) / 2 for x, y in zip(a, b, strict=True)) / n
+    expected = sum(abs(i - j) / 2 * a.count(i) / n * b.count(j) / n for i in range(3) for j in range(3))
+    return 1 - observed / expected
+
+
+def _kappa_b(a, b):
+    table = np.zeros((3, 3))
+    np.add.at(table, (np.asarray(a), np.asarray(b)), 1)
+    table /= table.sum()
+    weights = np.abs(np.subtract.outer(np.arange(3), np.arange(3))) / 2
+    return np.float32(1 - (weights * table).sum() / (weights * np.outer(table.sum(1), table.sum(0))).sum())
+
+
+def _kappa_unweighted(a, b):
+    n = len(a)
+    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    expected = sum(a.count(g) / n * b.count(g) / n for g in range(3))
+    return (observed - expected) / (1 - expected)
+
+
+def case_12_2(mp):
+    return Case([{"weighted_kappa": _kappa_a}, {"weighted_kappa": _kappa_b}], {"weighted_kappa": _kappa_unweighted},
+                [{"weighted_kappa": lambda a, b: 1.0}, {"weighted_kappa": lambda a, b: 0.0}])
+
+
+def case_12_3(mp):
+    why = "the generated questions copy their needle, which favours BM25"
+    return Case([{"prediction_12_3": {"tau": 0.3, "why": why}},
+                 {"prediction_12_3": {"tau": np.float64(-1), "why": why}}],
+                {"prediction_12_3": {"tau": 2, "why": why}})
+
+
 CASES = {name[5:].replace("_", "."): fn for name, fn in globals().items() if name.startswith("case_")}
 
 

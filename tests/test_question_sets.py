@@ -135,8 +135,9 @@ def test_the_generated_set_is_the_stored_run_unedited(tmp_path, corpus):
     assert file_sha256(path) == GENERATED_SHA256 == stored["set_file_sha256"]
     for row in stored["rows"]:  # the verdicts follow from the raw replies by the stated rule
         assert extract_question(row["reply"], row["needle"]) == (row["question"], row["verdict"])
-    # SmolLM2-135M wrote a question in 20 of its 90 replies (the rest: no question mark), short of the 60 wanted
-    assert len(stored["rows"]) == 90 and stored["verdicts"] == {"ok": 20, "no question mark": 70}
+    # SmolLM2-135M wrote a question in 73 of its 330 replies (256 without a question mark, one copy of its needle)
+    assert len(stored["rows"]) == 330 and stored["verdicts"] == {"ok": 73, "no question mark": 256,
+                                                                  "copies the needle": 1}
     spec = importlib.util.spec_from_file_location("generate_questions", "benchmarks/generate_questions.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
@@ -163,4 +164,4 @@ def test_grades_are_checked_against_the_set(tmp_path):
 
 def test_the_hand_grades_of_the_generated_set(corpus):
     grades = load_grades(load_set("generated", corpus=corpus))
-    assert sorted(Counter(grades.values()).items()) == [(0, 10), (1, 8), (2, 2)]  # as data/README.md says
+    assert sorted(Counter(grades.values()).items()) == [(0, 36), (1, 29), (2, 8)]  # as data/README.md says

@@ -22,14 +22,14 @@ from pathlib import Path
 
 from .bm25 import tokenize
 from .corpus import DATA_DIR, Document, load_corpus
-from .groundtruth import GroundTruthError, Question, check_needle, load_questions, read_records
+from .groundtruth import GroundTruthError, Query, Question, check_needle, load_questions, read_records
 from .words import collapse
 
 PROCEDURES = ("needle-first", "topic-first", "generated")
 QUESTION_SETS_DIR = DATA_DIR / "question_sets"
 #: sha256 of ``generated.jsonl`` as `benchmarks/generate_questions.py` wrote it (benchmarks/results/
 #: generated_questions.json keeps the raw replies); a hand edit changes it and the loader refuses the file.
-GENERATED_SHA256 = "fbcfcdf6f5009b2ff7ba4bfef9e6e743cd3ef185568cdb70a4aa35f53d0233a0"
+GENERATED_SHA256 = "48271af77ebbb1af2dd1d2779f3402a981aa9a1e0be4cefc0f179feccfc71f2c"
 SET_FIELDS = ("id", "procedure", "doc", "question", "source")
 #: One reading of the generated questions by hand, question and needle only, on chapter 12's scale: "2" the
 #: needle answers the question, "1" in part or only on its topic, "0" not.
@@ -194,3 +194,14 @@ def load_grades(questions: list[SetQuestion], path: Path | str = GRADES_FILE) ->
     if missing:
         raise GroundTruthError(f"{path}: no grade for {missing}")
     return {r["id"]: int(r["grade"]) for _, r in records}
+
+
+def as_queries(questions: list[SetQuestion]) -> list[Query]:
+    """The answerable questions as queries `evaluation.evaluate` scores (one phrasing, "question", each).
+
+    >>> as_queries([SetQuestion("t1", "topic-first", "a", "Add a caption.", "How?", "h"),
+    ...             SetQuestion("t2", "topic-first", "b", None, "Why?", "h")])[0].id
+    't1/question'
+    """
+    return [Query(f"{q.id}/question", q.id, "question", q.question, q.needle, q.doc)
+            for q in questions if q.needle is not None]
