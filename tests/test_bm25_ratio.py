@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from ragcourse.paths import RESULTS_DIR as RESULTS
+
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 PAGES = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "notebooks" / "labs").glob("*.ipynb"))
 CLAIMS = sorted((ROOT / "book").rglob("*.md"))
 PEER = re.compile(r"rank[-_ ]bm25|BM25Okapi", re.IGNORECASE)

@@ -495,7 +495,8 @@ def _destroyed_table(runs: Sequence[dict]) -> pd.DataFrame:
 
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}td{overflow-wrap:anywhere}th,td.n{overflow-wrap:normal}th,td{padding:.25em .6em;
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}
+td{overflow-wrap:anywhere}th,td.n{overflow-wrap:normal}th,td{padding:.25em .6em;
 border-bottom:1px solid #ddd;text-align:left;vertical-align:top}th{background:#f4f4f4}h2{margin-top:1.6em}
 .note{color:#555;font-size:.9em}
 .verdict{background:#f4f8ff;border-left:4px solid #36c;padding:.2em 1em}
