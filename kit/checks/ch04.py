@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from kit.checks.compare import Partly, given, in_grid, keyed, number, reference
+from kit.checks.compare import Partly, given, in_grid, keyed, misses, number, reference
 from kit.hidden import check
 from ragcourse.bm25 import BM25
 from ragcourse.evaluation import evaluate
@@ -110,13 +110,8 @@ def rrf_function(ns):
     assert callable(fn), "define a function rrf_by_hand(lists, c=60)"
     with reference("the package's rrf"):
         expected = [rrf(lists, c=c) for lists, c in _RRF_CASES]
-    wrong = 0
-    for (lists, c), want in zip(_RRF_CASES, expected, strict=True):
-        try:
-            ok = list(fn(lists, c)) == want  # by position: the constant's name is the student's
-        except Exception:  # noqa: BLE001 - a crash on one case costs that case only
-            ok = False
-        wrong += not ok
+    # c is passed by position: the constant's name is the student's
+    wrong = misses(fn, _RRF_CASES, expected, lambda got, want: list(got) == want)
     if wrong == 0:
         return None
     assert wrong < len(_RRF_CASES), "wrong on every case: sum 1/(c + rank) with ranks from 1, best first"

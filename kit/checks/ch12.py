@@ -7,7 +7,7 @@ import random
 
 from sklearn.metrics import cohen_kappa_score
 
-from kit.checks.compare import Partly, given, number, reference
+from kit.checks.compare import Partly, given, misses, number, reference
 from kit.hidden import check
 from ragcourse.graded import ndcg_at
 
@@ -38,13 +38,8 @@ def ndcg_function(ns):
     cases = _ndcg_cases()
     with reference("the package's ndcg_at"):
         expected = [ndcg_at(ranking, grades, k) for ranking, grades, k in cases]
-    wrong = 0
-    for (ranking, grades, k), want in zip(cases, expected, strict=True):
-        try:
-            ok = math.isclose(number(fn(list(ranking), dict(grades), k), "ndcg_at_k(...)"), want, abs_tol=TOLERANCE)
-        except Exception:  # noqa: BLE001 - a crash on one case costs that case only
-            ok = False
-        wrong += not ok
+    wrong = misses(lambda ranking, grades, k: fn(list(ranking), dict(grades), k), cases, expected,
+                   lambda got, want: math.isclose(number(got, "ndcg_at_k(...)"), want, abs_tol=TOLERANCE))
     if wrong == 0:
         return None
     assert wrong < len(cases), "wrong on every case: DCG sums grade / log2(rank + 1), divided by the ideal DCG"
@@ -72,13 +67,8 @@ def weighted_kappa_function(ns):
     cases = _kappa_cases()
     with reference("scikit-learn's weighted kappa"):
         expected = [cohen_kappa_score(a, b, labels=[0, 1, 2], weights="linear") for a, b in cases]
-    wrong = 0
-    for (a, b), want in zip(cases, expected, strict=True):
-        try:
-            ok = math.isclose(number(fn(list(a), list(b)), "weighted_kappa(...)"), want, abs_tol=TOLERANCE)
-        except Exception:  # noqa: BLE001 - a crash on one case costs that case only
-            ok = False
-        wrong += not ok
+    wrong = misses(lambda a, b: fn(list(a), list(b)), cases, expected,
+                   lambda got, want: math.isclose(number(got, "weighted_kappa(...)"), want, abs_tol=TOLERANCE))
     if wrong == 0:
         return None
     assert wrong < len(cases), "wrong on every case: 1 - observed over expected weighted disagreement"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -124,3 +124,20 @@ def in_grid(value: Any, grid: list) -> Any:
     value = _scalar(value)
     return next((g for g in grid if isinstance(value, numbers.Real) and not isinstance(value, bool)
                  and math.isclose(float(g), float(value), rel_tol=1e-12, abs_tol=1e-12)), None)
+
+
+def misses(call: Callable[..., Any], cases: Sequence[tuple], expected: Sequence[Any],
+           same: Callable[[Any, Any], bool]) -> int:
+    """How many unseen cases `call(*case)` gets wrong by `same(got, want)`; a crash costs its own case only.
+
+    >>> misses(lambda x: 2 * x, [(1,), (2,), ("a",)], [2, 5, 0], lambda got, want: got == want)
+    2
+    """
+    wrong = 0
+    for case, want in zip(cases, expected, strict=True):
+        try:
+            ok = same(call(*case), want)
+        except Exception:  # noqa: BLE001 - a crash on one case costs that case only
+            ok = False
+        wrong += not ok
+    return wrong
