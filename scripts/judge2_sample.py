@@ -5,7 +5,7 @@ pool was graded), and writes two files: the sample for the second judge (id, que
 nothing of the first judge's grades), outside the repository, and `data/question_sets/judge2_sample.jsonl`,
 the same ids with the question id and passage id only (the passage text stays out of the repository).
 
-    python scripts/judge2_sample.py POOL.jsonl /work/wt/patches/judge2_sample.jsonl
+    python scripts/judge2_sample.py POOL.jsonl SAMPLE.jsonl
 """
 
 from __future__ import annotations
