@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from kit.checks.compare import Partly, given, in_grid, keyed, misses, number, reference
+from kit.checks.compare import Partly, by_share, given, in_grid, keyed, misses, number, reference
 from kit.hidden import check
 from ragcourse.bm25 import BM25
 from ragcourse.evaluation import evaluate
@@ -112,11 +112,8 @@ def rrf_function(ns):
         expected = [rrf(lists, c=c) for lists, c in _RRF_CASES]
     # c is passed by position: the constant's name is the student's
     wrong = misses(fn, _RRF_CASES, expected, lambda got, want: list(got) == want)
-    if wrong == 0:
-        return None
-    assert wrong < len(_RRF_CASES), "wrong on every case: sum 1/(c + rank) with ranks from 1, best first"
-    return Partly(1 - wrong / len(_RRF_CASES), f"{wrong} of {len(_RRF_CASES)} unseen cases differ (check that ranks "
-                  "count from 1, and ties: best rank, then first appearance)")
+    return by_share(wrong, len(_RRF_CASES), "sum 1/(c + rank) with ranks from 1, best first",
+                    "check that ranks count from 1, and ties: best rank, then first appearance")
 
 
 @check("4.5", points=1)

@@ -7,7 +7,7 @@ import random
 
 from sklearn.metrics import cohen_kappa_score
 
-from kit.checks.compare import Partly, given, misses, number, reference
+from kit.checks.compare import by_share, given, misses, number, reference
 from kit.hidden import check
 from ragcourse.graded import ndcg_at
 
@@ -40,11 +40,9 @@ def ndcg_function(ns):
         expected = [ndcg_at(ranking, grades, k) for ranking, grades, k in cases]
     wrong = misses(lambda ranking, grades, k: fn(list(ranking), dict(grades), k), cases, expected,
                    lambda got, want: math.isclose(number(got, "ndcg_at_k(...)"), want, abs_tol=TOLERANCE))
-    if wrong == 0:
-        return None
-    assert wrong < len(cases), "wrong on every case: DCG sums grade / log2(rank + 1), divided by the ideal DCG"
-    return Partly(1 - wrong / len(cases), f"{wrong} of {len(cases)} unseen cases differ (check a query with "
-                  "nothing relevant, k longer than the ranking, and a relevant passage the ranking lacks)")
+    return by_share(wrong, len(cases), "DCG sums grade / log2(rank + 1), divided by the ideal DCG",
+                    "check a query with nothing relevant, k longer than the ranking, and a relevant passage the "
+                    "ranking lacks")
 
 
 def _kappa_cases() -> list[tuple[list[int], list[int]]]:
@@ -69,11 +67,8 @@ def weighted_kappa_function(ns):
         expected = [cohen_kappa_score(a, b, labels=[0, 1, 2], weights="linear") for a, b in cases]
     wrong = misses(lambda a, b: fn(list(a), list(b)), cases, expected,
                    lambda got, want: math.isclose(number(got, "weighted_kappa(...)"), want, abs_tol=TOLERANCE))
-    if wrong == 0:
-        return None
-    assert wrong < len(cases), "wrong on every case: 1 - observed over expected weighted disagreement"
-    return Partly(1 - wrong / len(cases), f"{wrong} of {len(cases)} unseen cases differ (weights |i - j| / 2, "
-                  "expected disagreement from each judge's own grade shares)")
+    return by_share(wrong, len(cases), "1 - observed over expected weighted disagreement",
+                    "weights |i - j| / 2, expected disagreement from each judge's own grade shares")
 
 
 @check("12.3", points=1)

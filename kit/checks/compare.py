@@ -141,3 +141,15 @@ def misses(call: Callable[..., Any], cases: Sequence[tuple], expected: Sequence[
             ok = False
         wrong += not ok
     return wrong
+
+
+def by_share(wrong: int, total: int, rule: str, hint: str) -> Partly | None:
+    """Full marks when no unseen case is wrong, none (naming the `rule`) when all are, else the share right.
+
+    >>> by_share(0, 4, "r", "h"), by_share(1, 4, "r", "h")
+    (None, Partly(fraction=0.75, why='1 of 4 unseen cases differ (h)'))
+    """
+    if wrong == 0:
+        return None
+    assert wrong < total, f"wrong on every case: {rule}"
+    return Partly(1 - wrong / total, f"{wrong} of {total} unseen cases differ ({hint})")
