@@ -3,8 +3,9 @@
 Memory and processes: a cgroup per sandbox where this machine lets the grader make one (cgroup v1's
 memory and pids controllers, as root), else a watch that sums the resident memory of the sandbox's
 process tree and stops it past the limit, on top of the per-process limits (RLIMIT_AS, RLIMIT_NPROC).
-`describe()` says which. Job folders live in one folder per grader process, named by its pid and start
-time, so that the next run removes what a killed one left (`clean_stale`). The seccomp filter is built
+`describe()` says which. Job folders live in one folder per grader process, named by its pid, start
+time and pid namespace, so that the next run removes what a killed one left (`clean_stale`) and never
+what a live one of another namespace holds. The seccomp filter is built
 once by the system's python3 from scripts/seccomp_filter.py (libseccomp's Python bindings).
 """
 
@@ -39,10 +40,23 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
+def _pid_namespace() -> str:
+    """This process's pid namespace (its inode): a pid names a process only inside its own namespace."""
+    try:
+        return os.readlink("/proc/self/ns/pid").split("[")[-1].rstrip("]")
+    except OSError:
+        return "unknown"
+
+
+def owner() -> str:
+    """This process as its folders and cgroups are named: <pid>-<start time>-ns<pid namespace>."""
+    return f"{os.getpid()}-{_start_time(os.getpid())}-ns{_pid_namespace()}"
+
+
 def run_folder() -> Path:
     """This process's folder for job folders, in the system's temporary folder (0711: a sandbox's user
     enters its own job folder inside, and lists nothing)."""
-    path = Path(tempfile.gettempdir()) / f"{PREFIX}{os.getpid()}-{_start_time(os.getpid())}"
+    path = Path(tempfile.gettempdir()) / f"{PREFIX}{owner()}"
     if not path.is_dir():
         path.mkdir(mode=0o711)
         path.chmod(0o711)
@@ -51,13 +65,19 @@ def run_folder() -> Path:
 
 
 def _stale(name: str) -> bool:
-    """Whether a folder or cgroup named PREFIX<pid>-<start time>[...] belongs to a process that has ended.
+    """Whether a folder or cgroup named PREFIX<pid>-<start time>[-ns<pid namespace>][...] belongs to a process
+    that has ended. One of another pid namespace (a grader in a container sharing /tmp) is never judged here:
+    its pid names another process, or none, in this one.
 
-    >>> _stale(f"{PREFIX}{os.getpid()}-{_start_time(os.getpid())}"), _stale(f"{PREFIX}1-0")
-    (False, True)
+    >>> _stale(f"{PREFIX}{owner()}"), _stale(f"{PREFIX}1-0-ns{_pid_namespace()}"), _stale(f"{PREFIX}1-0")
+    (False, True, True)
+    >>> _stale(f"{PREFIX}1-0-ns1")
+    False
     """
     parts = name[len(PREFIX):].split("-")
     if len(parts) < 2 or not parts[0].isdigit():
+        return False
+    if len(parts) > 2 and parts[2].startswith("ns") and parts[2] != f"ns{_pid_namespace()}":
         return False
     return _start_time(int(parts[0])) != parts[1]
 
@@ -117,7 +137,7 @@ class Group:
 
     def __init__(self, memory: int, processes: int):
         Group.serial += 1
-        name = f"{PREFIX}{os.getpid()}-{_start_time(os.getpid())}-{Group.serial}"
+        name = f"{PREFIX}{owner()}-{Group.serial}"
         bases = _cgroup_bases()
         self.folders = [bases["memory"] / name, bases["pids"] / name]
         try:

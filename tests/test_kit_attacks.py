@@ -596,6 +596,39 @@ def test_a_kill_9_of_the_grader_leaves_nothing_at_the_next_start(tmp_path):
     assert groups == []
 
 
+def test_graders_in_two_pid_namespaces_never_remove_each_others_job_folders(tmp_path, monkeypatch):
+    """A grader in a container sharing /tmp sees pids that name other processes, or none, in its namespace:
+    neither judges the other's folders stale, and each still removes its own namespace's leftovers."""
+    import tempfile
+
+    from kit import walls
+
+    shared = tmp_path / "tmp"  # both sides' temporary folder: no real grader's folder is ever in reach
+    shared.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    inner = ("import sys\nfrom kit import walls\nwalls._cgroup_bases = lambda: {}\n"  # the folders only
+             "print(walls.run_folder(), walls.clean_stale(), flush=True)\nsys.stdin.readline()\n")
+    ours, leftover = walls.run_folder(), shared / f"{walls.PREFIX}1-0-ns{walls._pid_namespace()}"
+    leftover.mkdir()  # a killed grader of this namespace
+    env = {**os.environ, "TMPDIR": str(shared),
+           "PYTHONPATH": os.pathsep.join([str(sandbox.package_root()), str(ROOT)])}
+    other = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", sys.executable, "-c",
+                              inner], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        line = other.stdout.readline().split(" ", 1)
+        if len(line) < 2:
+            pytest.skip(f"no pid namespace here: {other.stderr.read()[-300:]}")
+        theirs = Path(line[0])
+        assert theirs.is_dir() and ours.is_dir() and str(ours) not in line[1]
+        removed = walls.clean_stale()
+        assert str(theirs) not in removed and theirs.is_dir()
+        assert str(leftover) in removed and not leftover.exists()
+    finally:
+        other.communicate("\n", timeout=60)
+    assert not theirs.exists()  # it removed its own at exit
+
+
 # ---- what the checker decodes (issue 44): bounded however nested, no module the data names is imported ----
 
 
