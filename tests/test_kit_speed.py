@@ -6,6 +6,8 @@ the same class graded one at a time and two at a time, in another order, gets th
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,10 +18,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # kit/ is not installed: it is imported from the repository's root
 
 from kit import cache, grade, sandbox  # noqa: E402
+from ragcourse import paths  # noqa: E402
 from tests.test_kit import FAST, FIXTURE, FIXTURE_CHECKS, reference, submission  # noqa: E402
 
 pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"no sandbox: {sandbox.available()}")
 
+#: What CI's second nbval pass sets (the Makefile's OLDER_CPU) while the tests of the first one run beside it.
+OLDER_CPU = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "AVX2", "RAGCOURSE_KIT_SELFTEST": "0"}
+#: That pass embedding a text into its own vector cache, through the package's cache code (a stand-in model).
+EMBEDS = """import numpy as np
+from ragcourse.dense import Embedder
+
+
+class Model:
+    def encode(self, texts, **_):
+        return np.full((len(texts), 4), 0.5, dtype=np.float32)
+
+    def get_embedding_dimension(self):
+        return 4
+
+
+Embedder(Model(), "stand-in", "stand-in").encode(["a chunk the other pass embedded"])
+"""
 COUNTS_RUNS = "from pathlib import Path as _P\n_P('reference-runs.txt').open('a').write('ran\\n')\n"
 
 
@@ -59,6 +79,57 @@ def test_a_second_run_runs_no_reference_notebook(chapter, tmp_path):
     assert cache.load(state) is not None
     state.chmod(0o666)
     assert cache.load(state) is None
+
+
+def test_a_pass_beside_it_that_fills_its_own_vector_cache_under_data_costs_no_reference_run(chapter, tmp_path,
+                                                                                          monkeypatch):
+    """CI's older-CPU nbval pass runs beside the tests with RAGCOURSE_CACHE=data/cache-older-cpu: the vectors it
+    writes there between two grading runs are a cache, not the data a reference reads (fresh-clone run, e3158d0)."""
+    data = tmp_path / "data"
+    (data / "question_sets").mkdir(parents=True)
+    (data / "questions.jsonl").write_text('{"id": "q1"}\n', encoding="utf-8")
+    monkeypatch.setattr(paths, "DATA_DIR", data)
+    other = {**os.environ, **OLDER_CPU, "RAGCOURSE_DATA": str(data), "RAGCOURSE_CACHE": str(data / "cache-older-cpu"),
+             "PYTHONPATH": str(sandbox.package_root())}
+    submissions = _class(tmp_path / "class", {"ann": reference()})
+    logs = []
+    grade.grade_dir(submissions, FIXTURE_CHECKS, FAST, ["90"], tmp_path / "first", chapter, log=logs.append)
+    subprocess.run([sys.executable, "-c", EMBEDS], env=other, check=True, timeout=300)
+    assert list((data / "cache-older-cpu" / "embeddings").glob("*.npz")), "the other pass wrote no vector"
+    grade.grade_dir(submissions, FIXTURE_CHECKS, FAST, ["90"], tmp_path / "second", chapter, log=logs.append)
+    assert (chapter / "reference-runs.txt").read_text().splitlines() == ["ran"], logs
+    assert _grades(tmp_path / "first") == _grades(tmp_path / "second")
+
+
+def test_the_key_counts_the_data_but_no_cache_kept_in_it(tmp_path, monkeypatch):
+    """A file of the data changes the key; vectors in data/cache (untagged, as older runs left it) or in any cache
+    folder the package's writers made, wherever RAGCOURSE_CACHE put it (they tag it first), do not."""
+    import numpy as np
+
+    from ragcourse.rerank import _save_matrices
+
+    data = tmp_path / "data"
+    (data / "question_sets").mkdir(parents=True)
+    monkeypatch.setattr(paths, "DATA_DIR", data)
+    before = cache.key(FIXTURE_CHECKS / "ch90.py", FIXTURE)
+    _save_matrices(data / "any-name" / "tokens" / "m.npz", {"k": np.ones((2, 4), dtype=np.float16)})
+    (data / "cache" / "embeddings").mkdir(parents=True)
+    (data / "cache" / "embeddings" / "m.npz").write_bytes(b"\0" * 64)
+    assert cache.key(FIXTURE_CHECKS / "ch90.py", FIXTURE) == before
+    (data / "question_sets" / "new.jsonl").write_text('{"id": "q1"}\n', encoding="utf-8")
+    assert cache.key(FIXTURE_CHECKS / "ch90.py", FIXTURE) != before
+
+
+def test_a_grader_in_another_environment_never_reads_this_ones_state(monkeypatch):
+    """The older-CPU pass's kernels may move a reference value's last bits: its state is never this one's. A
+    switch that only steers the tests (RAGCOURSE_KIT_SELFTEST) or an unrelated variable keeps the key."""
+    here = cache.key(FIXTURE_CHECKS / "ch90.py", FIXTURE)
+    monkeypatch.setenv("RAGCOURSE_KIT_SELFTEST", "0")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    assert cache.key(FIXTURE_CHECKS / "ch90.py", FIXTURE) == here
+    for name, value in OLDER_CPU.items():
+        monkeypatch.setenv(name, value)
+    assert cache.key(FIXTURE_CHECKS / "ch90.py", FIXTURE) != here
 
 
 def test_the_same_grades_in_any_order_and_any_number_of_jobs(chapter, tmp_path):

@@ -29,7 +29,7 @@ from . import models
 from .chunking import Chunk
 from .counts import check_k
 from .models import Lazy
-from .paths import CACHE_ROOT
+from .paths import CACHE_ROOT, cache_folder
 from .precision import rounded_scores, stable_order
 
 CACHE_DIR = CACHE_ROOT / "embeddings"
@@ -137,7 +137,7 @@ class Embedder:
         path = self._cache_file()
         if path is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
+        cache_folder(path.parent)  # tagged first: no one takes what it holds for the course's data
         with open(path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             cache = self._load_cache(warn=False) | new

@@ -4,7 +4,8 @@ A clone keeps its data beside the package (``data/``, ``benchmarks/results/``); 
 move each root. An installed wheel has no clone around it: it finds the course's data through
 ``RAGCOURSE_DATA`` (a clone's ``data/`` after ``make corpus``), and says so when it is missing.
 What a reader's own documents cache (``ragcourse eval``) goes to `user_cache_dir`,
-never into the checkout. Leaves out: creating folders (the code that writes them does).
+never into the checkout. Every cache folder is tagged as one (`cache_folder`), wherever a setting put it.
+Leaves out: creating the other folders (the code that writes them does).
 """
 
 from __future__ import annotations
@@ -39,6 +40,30 @@ CACHE_ROOT = Path(os.environ.get("RAGCOURSE_CACHE", DATA_DIR / "cache"))
 MODELS_DIR = Path(os.environ.get("RAGCOURSE_MODELS", DATA_DIR / "models"))
 #: Stored runs the chapters read (timings, SmolLM2's outputs), written by ``benchmarks/``.
 RESULTS_DIR = Path(os.environ.get("RAGCOURSE_RESULTS", ROOT / "benchmarks" / "results"))
+
+
+#: The tag of a cache folder (the Cache Directory Tagging Specification, https://bford.info/cachedir/): backup
+#: tools skip the folder, and the grader's reference-state key leaves out what it holds (kit/cache.py).
+CACHE_TAG = "CACHEDIR.TAG"
+CACHE_TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+                  "# A cache of ragcourse (vectors, token matrices): anything here is made again when missing.\n")
+
+
+def cache_folder(path: Path) -> Path:
+    """`path`, made if missing and tagged as a cache before anything else is written in it (OSError if it cannot be).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     (cache_folder(Path(tmp) / "embeddings") / CACHE_TAG).read_text().startswith("Signature: ")
+    True
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(path / CACHE_TAG, "x", encoding="ascii") as tag:
+            tag.write(CACHE_TAG_TEXT)
+    except FileExistsError:  # tagged already, by this run or another one
+        pass
+    return path
 
 
 def user_cache_dir() -> Path:

@@ -34,7 +34,7 @@ import numpy as np
 from . import models, precision
 from .chunking import Chunk
 from .dense import model_fingerprint, text_key
-from .paths import CACHE_ROOT
+from .paths import CACHE_ROOT, cache_folder
 
 TOKENS_DIR = CACHE_ROOT / "tokens"
 USES = ("text", "content")
@@ -439,7 +439,7 @@ class LateInteractionReranker:
 
 def _save_matrices(path: Path, matrices: dict[str, np.ndarray]) -> None:
     """One npz of many matrices (keys, row counts, rows stacked), replaced whole so a reader never sees half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    cache_folder(path.parent)  # tagged first: no one takes what it holds for the course's data
     keys = sorted(matrices)
     tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")  # two processes saving at once never share a file
     np.savez(tmp, keys=np.array(keys), lengths=np.array([len(matrices[k]) for k in keys]),
