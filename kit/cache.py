@@ -18,6 +18,7 @@ import json
 import os
 import re
 import stat
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -129,11 +130,13 @@ def save(path: Path, blobs: dict[str, bytes]) -> None:
     no half-written state."""
     import pickle
 
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        pickle.dump(blobs, handle)
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # 0600, a new file
+    try:  # each writer its own file (a pid may be another namespace's too), so two runs of a key never mix
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump(blobs, handle)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def load(path: Path) -> dict | None:

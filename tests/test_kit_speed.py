@@ -7,8 +7,10 @@ the same class graded one at a time and two at a time, in another order, gets th
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import nbformat
@@ -130,6 +132,43 @@ def test_a_grader_in_another_environment_never_reads_this_ones_state(monkeypatch
     for name, value in OLDER_CPU.items():
         monkeypatch.setenv(name, value)
     assert cache.key(FIXTURE_CHECKS / "ch90.py", FIXTURE) != here
+
+
+class _Stalls:
+    """Pickles as a blob only once `go` is set: a writer stopped midway through its file."""
+
+    def __init__(self, midway: threading.Event, go: threading.Event):
+        self.midway, self.go = midway, go
+
+    def __reduce__(self):
+        self.midway.set()
+        self.go.wait(60)
+        return bytes, (pickle.dumps("the slow writer's"),)
+
+
+def test_two_runs_saving_one_key_at_once_never_mix_their_files(tmp_path, monkeypatch):
+    """Two graders save the same state at once (their pids may be equal: another pid namespace, a container
+    sharing the cache; here two threads of one process). Each writes its own file and renames it whole."""
+    monkeypatch.setenv(cache.ENV, str(tmp_path / "cache"))
+    path, midway, go, failed = cache.folder() / "state.pkl", threading.Event(), threading.Event(), []
+    slow = {"big": pickle.dumps(b"x" * (1 << 20)), "last": _Stalls(midway, go)}
+
+    def slow_writer():
+        try:
+            cache.save(path, slow)
+        except Exception as err:  # noqa: BLE001 - the test reports it below
+            failed.append(err)
+
+    writer = threading.Thread(target=slow_writer)
+    writer.start()
+    assert midway.wait(60)
+    cache.save(path, {"a": pickle.dumps("the fast writer's")})
+    assert cache.load(path) == {"a": "the fast writer's"}
+    go.set()
+    writer.join(60)
+    assert failed == []
+    assert cache.load(path) == {"big": b"x" * (1 << 20), "last": "the slow writer's"}
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
 
 
 def test_the_same_grades_in_any_order_and_any_number_of_jobs(chapter, tmp_path):
