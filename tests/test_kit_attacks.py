@@ -612,9 +612,9 @@ def test_graders_in_two_pid_namespaces_never_remove_each_others_job_folders(tmp_
     leftover.mkdir()  # a killed grader of this namespace
     env = {**os.environ, "TMPDIR": str(shared),
            "PYTHONPATH": os.pathsep.join([str(sandbox.package_root()), str(ROOT)])}
-    other = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", sys.executable, "-c",
-                              inner], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    namespace = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child"]
+    other = subprocess.Popen([*namespace, sys.executable, "-c", inner], cwd=ROOT, env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # any user, as a container
     try:
         line = other.stdout.readline().split(" ", 1)
         if len(line) < 2:
