@@ -46,7 +46,7 @@ RESULTS_DIR = Path(os.environ.get("RAGCOURSE_RESULTS", ROOT / "benchmarks" / "re
 #: tools skip the folder, and the grader's reference-state key leaves out what it holds (kit/cache.py).
 CACHE_TAG = "CACHEDIR.TAG"
 CACHE_TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
-                  "# A cache of ragcourse (vectors, token matrices): anything here is made again when missing.\n")
+                  "# A cache of ragcourse: anything in it is made again when it is missing.\n")
 
 
 def cache_folder(path: Path) -> Path:
