@@ -1,12 +1,14 @@
 """Chapter 7 with the 1.5B model: its answers, and its verdicts as the judge of citation support (a recording).
 
 `answers` runs Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp, `models.generate_qwen`: greedy, 120 new tokens,
-`RAGCOURSE_THREADS` threads) on every query chapter 7's gate lets through, under the chapter's prompts
-(`citations.build_context`, the same plan as `generate_answers.py`), then on all 30 out-of-domain queries with
-no gate (their top 4 sources), to see whether the model refuses by itself. `judge` asks the same model, with
+`RAGCOURSE_THREADS` threads) on every query chapter 7's gate lets through, under the chapter's prompt
+(`citations.build_context`, the same plan as `generate_answers.py`) and under the same prompt with one format
+example (`example=True`), then on all 30 out-of-domain queries with no gate (their top 4 sources, with the
+example), to see whether the model refuses by itself. `judge` asks the same model, with
 `attribution.judge_prompt`, every SUPPORTED/NOT question that ALCE's citation recall and precision need:
 first the hand-labelled pairs of `data/citation_labels.jsonl` (to validate the judge), then SmolLM2's stored
-answers, then the 1.5B model's (`--questions N` keeps the first N in-domain questions, to fit the time).
+answers, then the 1.5B model's answers with the example (`--questions N` keeps the first N in-domain
+questions, to fit the time).
 
 Both write `benchmarks/results/answers_qwen.json` / `citation_judge.json` after every item and skip what is
 stored on a restart (each run's wall time is appended to `runs`). Chapter 7's lab checks every prompt hash
@@ -27,10 +29,9 @@ from pathlib import Path
 
 from generate_answers import MAX_NEW_TOKENS, METHOD, STRATEGY, K, chosen_cut, prompt_sha256
 
-from ragcourse import attribution, citations, models, pipeline
+from ragcourse import attribution, models, pipeline
 from ragcourse.corpus import load_corpus
 from ragcourse.evaluation import question_of
-from ragcourse.gate import Answered, gate
 from ragcourse.groundtruth import load_out_of_domain, load_questions, queries
 from ragcourse.paths import DATA_DIR, RESULTS_DIR
 
@@ -48,18 +49,6 @@ def plan() -> tuple[float, list[tuple[str, str, str, list]]]:
     hits = {qid: retriever.retrieve(text, k=K, method=METHOD) for qid, _, text, _ in in_domain + ood}
     cut = chosen_cut([(hits[qid], needle) for qid, _, _, needle in in_domain], [hits[qid] for qid, *_ in ood])
     return cut, [(qid, kind, text, hits[qid]) for qid, kind, text, _ in in_domain + ood]
-
-
-def contexts(cut: float, items: list) -> dict[tuple[str, str], citations.Context]:
-    """(query, "gated" | "ungated") -> the prompt and citations: gated queries the gate lets through, ungated OOD."""
-    out = {}
-    for qid, kind, text, hits in items:
-        gated = gate(hits, cut, K, query=text)
-        if isinstance(gated, Answered):
-            out[(qid, "gated")] = citations.build_context(text, gated.hits)
-        if kind == "out":
-            out[(qid, "ungated")] = citations.build_context(text, hits[:K])
-    return out
 
 
 def load(path: Path, header: dict) -> dict:
@@ -85,7 +74,7 @@ def record_answers(cut: float, items: list) -> None:
     record = load(ANSWERS, header("generator") | {"max_new_tokens": MAX_NEW_TOKENS, "strategy": STRATEGY,
                                                   "method": METHOD, "k": K, "cut": cut})
     done = {(r["query"], r["mode"]) for r in record["rows"]}
-    todo = [(key, ctx) for key, ctx in contexts(cut, items).items() if key not in done]
+    todo = [(key, ctx) for key, ctx in attribution.recorded_contexts(items, cut, K).items() if key not in done]
     started, run = time.perf_counter(), {"started": datetime.datetime.now().isoformat(timespec="seconds")}
     record["runs"].append(run)
     for n, ((qid, mode), ctx) in enumerate(todo, start=1):
@@ -98,14 +87,6 @@ def record_answers(cut: float, items: list) -> None:
         save(ANSWERS, record)
         print(f"{n}/{len(todo)} {qid} {mode}: {reply.prompt_tokens}+{reply.new_tokens} tokens "
               f"({time.perf_counter() - started:.0f} s)", flush=True)
-
-
-def labelled_prompts(labels: Path = LABELS) -> list[str]:
-    """The judge prompt of every hand-labelled pair (sentence against the passage its locator names)."""
-    docs = {d.id: d.text for d in load_corpus()}
-    rows = [json.loads(line) for line in labels.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.startswith("#")]
-    return [attribution.judge_prompt([docs[r["doc"]][r["start"]:r["end"]]], r["sentence"]) for r in rows]
 
 
 def live_judge(record: dict, tag: str):
@@ -139,10 +120,11 @@ def record_judge(cut: float, items: list, questions: int) -> None:
     """The judge's verdicts: hand-labelled pairs, SmolLM2's answers, then the 1.5B model's (first `questions`)."""
     record = load(JUDGE, header("judge") | {"max_tokens": JUDGE_TOKENS})
     record["questions"] = questions
-    ctxs = contexts(cut, items)
+    ctxs = attribution.recorded_contexts(items, cut, K)
     judge = live_judge(record, "labels")
-    for prompt in labelled_prompts():
-        judge(prompt)
+    texts = {d.id: d.text for d in load_corpus()}
+    for row in attribution.read_labels(LABELS):
+        judge(attribution.labelled_prompt(row, texts))
     smol = json.loads((RESULTS_DIR / "answers.json").read_text(encoding="utf-8"))["rows"]
     judge_answers({(r["query"], "gated"): r["answer"] for r in smol if r["answered"]}, ctxs,
                   live_judge(record, "smollm2"))
@@ -150,7 +132,7 @@ def record_judge(cut: float, items: list, questions: int) -> None:
     kept = set(in_questions[:questions]) | {question_of(qid) for qid, kind, *_ in items if kind == "out"}
     qwen = json.loads(ANSWERS.read_text(encoding="utf-8"))["rows"]
     judge_answers({(r["query"], r["mode"]): r["answer"] for r in qwen
-                   if r["mode"] == "gated" and question_of(r["query"]) in kept}, ctxs, live_judge(record, "qwen"))
+                   if r["mode"] == "example" and question_of(r["query"]) in kept}, ctxs, live_judge(record, "qwen"))
 
 
 def main() -> None:

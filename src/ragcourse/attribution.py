@@ -15,10 +15,13 @@ correctness (a sentence can be supported and still not answer the question).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import NamedTuple
 
-from .citations import _MARKER, Citation, escape_markers, is_claim, refs, sentences
+from .citations import _MARKER, Citation, Context, build_context, escape_markers, is_claim, refs, sentences
+from .gate import Answered, gate
 
 Judge = Callable[[str], bool]
 
@@ -102,3 +105,28 @@ def attribution(answer: str, sources: Sequence[Citation], judge: Judge) -> Attri
     quotes = {c.n: c.quote for c in sources}
     counts = [_statement(s, quotes, judge) for s in sentences(answer) if is_claim(s)]
     return Attribution(len(counts), sum(c[0] for c in counts), sum(c[1] for c in counts), sum(c[2] for c in counts))
+
+
+def recorded_contexts(items: Sequence[tuple], cut: float, k: int) -> dict[tuple[str, str], Context]:
+    """(query id, mode) -> prompt and citations, in the order `make answers-qwen` records them; `items` are
+    (query id, "in" | "out", text, top-k hits). Modes: "example" (chapter 7's prompt with
+    `citations.FORMAT_EXAMPLE`) where the gate answers; "ungated" for every out-of-domain query (no gate, the
+    example); "gated" (chapter 7's prompt as it is) where the gate answers."""
+    kept = {query_id: gate(hits, cut, k, query=text) for query_id, _, text, hits in items}
+    answered = [(query_id, text, kept[query_id].hits) for query_id, _, text, _ in items
+                if isinstance(kept[query_id], Answered)]
+    out = {(query_id, "example"): build_context(text, hits, example=True) for query_id, text, hits in answered}
+    out |= {(query_id, "ungated"): build_context(text, hits[:k], example=True)
+            for query_id, group, text, hits in items if group == "out"}
+    return out | {(query_id, "gated"): build_context(text, hits) for query_id, text, hits in answered}
+
+
+def read_labels(path: Path) -> list[dict]:
+    """The hand-labelled pairs of a jsonl file (lines starting with # are its description)."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip() and not line.startswith("#")]
+
+
+def labelled_prompt(row: Mapping, texts: Mapping[str, str]) -> str:
+    """The judge prompt of one labelled pair: its sentence against the passage its locator names in `texts`."""
+    return judge_prompt([texts[row["doc"]][row["start"]:row["end"]]], row["sentence"])

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 #: The sentence the prompt asks the model to write, verbatim, when the sources lack the answer.
 REFUSAL = "The sources do not contain the answer."
+#: One format example, on another subject, that `build_context(..., example=True)` puts before the sources.
+FORMAT_EXAMPLE = ("EXAMPLE of the format (other sources, another question):\n"
+                  "The meeting starts at nine [2]. Bring the signed form and your badge [1][3].")
 #: A sentence with fewer words than this (citation markers not counted) is not a claim.
 MIN_CLAIM_WORDS = 4
 #: A cited sentence with a smaller share of its content words in the cited sources is unsupported.
@@ -196,12 +199,13 @@ def section_label(chunk: Chunk) -> str:
     return chunk.section or chunk.doc_title
 
 
-def build_context(question: str, hits: Sequence[Hit]) -> Context:
+def build_context(question: str, hits: Sequence[Hit], example: bool = False) -> Context:
     """Number the hits [1..n] in the order given and build the prompt plus the server-side table.
 
     The prompt asks for answers only from the sources, a `[n]` on every claim, no links, and the
     `REFUSAL` sentence (then stop) when the sources do not hold the answer. Each quote is shown with
-    its own bracketed numbers escaped (`escape_markers`); the citation keeps the exact slice.
+    its own bracketed numbers escaped (`escape_markers`); the citation keeps the exact slice. With
+    `example`, `FORMAT_EXAMPLE` comes before the sources (the 1.5B model of chapter 7 needs it to cite).
     """
     citations = tuple(
         Citation(n=i, doc_id=h.chunk.doc_id, doc_name=h.chunk.doc_title,
@@ -217,7 +221,8 @@ def build_context(question: str, hits: Sequence[Hit]) -> Context:
         "Put the number of the source after every claim, like [1] or [2]. "
         "Do not write links, URLs or paper identifiers.\n"
         f'If the sources do not contain the answer, write "{REFUSAL}" and stop.\n\n'
-        f"SOURCES\n{blocks}\n\nQUESTION\n{question}"
+        + (f"{FORMAT_EXAMPLE}\n\n" if example else "")
+        + f"SOURCES\n{blocks}\n\nQUESTION\n{question}"
     )
     return Context(prompt=prompt, citations=citations)
 
