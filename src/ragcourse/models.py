@@ -309,7 +309,7 @@ def load_qwen():
 
 # --------------------------------------------------------------------------- the 1.5B model through llama.cpp
 
-#: llama-cpp-python, built from its sdist by `make llama` (about 46 minutes on two cores).
+#: llama-cpp-python, built from its sdist by `make llama` (9 to 46 minutes on two cores, with the load).
 LLAMA_PACKAGE = "llama-cpp-python==0.3.36"
 #: Context window of the 1.5B model's llama.cpp runs: four sources and the rules fit with room to answer.
 QWEN_CONTEXT = 2048
