@@ -130,7 +130,7 @@ def record_judge(cut: float, items: list, questions: int) -> None:
                   live_judge(record, "smollm2"))
     in_questions = list(dict.fromkeys(question_of(qid) for qid, kind, *_ in items if kind == "in"))
     kept = set(in_questions[:questions]) | {question_of(qid) for qid, kind, *_ in items if kind == "out"}
-    qwen = json.loads(ANSWERS.read_text(encoding="utf-8"))["rows"]
+    qwen = json.loads(ANSWERS.read_text(encoding="utf-8"))["rows"] if ANSWERS.is_file() else []  # so far
     judge_answers({(r["query"], r["mode"]): r["answer"] for r in qwen
                    if r["mode"] == "example" and question_of(r["query"]) in kept}, ctxs, live_judge(record, "qwen"))
 

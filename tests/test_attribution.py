@@ -1,11 +1,14 @@
 """ALCE citation recall and precision (ragcourse.attribution): counts worked by hand with a scripted judge."""
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ragcourse.attribution import Attribution, attribution, judge_prompt, prompt_sha256, stored_judge, verdict
 from ragcourse.citations import Citation
+from ragcourse.paths import RESULTS_DIR
 
 SOURCES = [Citation(n, f"d{n}", "D", "s", "#char=0,1", quote, 0.1) for n, quote in
            [(1, "Lists need a blank line."), (2, "Tables need a grid."), (3, "Lists need a blank line too.")]]
@@ -70,3 +73,26 @@ def test_counts_are_bounded(flags):
                     for i, n in enumerate(flags))
     got = attribution(text, SOURCES, lambda p: True)
     assert 0 <= got.supported <= got.statements == len(flags) and 0 <= got.needed <= got.citations
+
+
+# ----- the stored 1.5B recording (benchmarks/qwen_citations.py): its shape, read without running a model
+
+def _record(name):
+    return json.loads((RESULTS_DIR / name).read_text(encoding="utf-8"))
+
+
+def test_the_stored_answers_state_threads_wall_time_and_every_prompt_hash():
+    record = _record("answers_qwen.json")
+    assert record["threads"] == 1 and record["runs"] and all(run["wall_s"] > 0 for run in record["runs"])
+    keys = [(r["query"], r["mode"]) for r in record["rows"]]
+    assert len(keys) == len(set(keys)) and {mode for _, mode in keys} <= {"example", "ungated", "gated"}
+    for r in record["rows"]:
+        assert len(r["prompt_sha256"]) == 64 and 1 <= r["new_tokens"] <= record["max_new_tokens"]
+
+
+def test_the_stored_verdicts_are_one_per_prompt_and_read_as_the_judge_replied():
+    record = _record("citation_judge.json")
+    hashes = [r["prompt_sha256"] for r in record["rows"]]
+    assert record["threads"] == 1 and len(hashes) == len(set(hashes))
+    assert all(r["supported"] == verdict(r["reply"]) for r in record["rows"])
+    assert {r["for"] for r in record["rows"]} <= {"labels", "smollm2", "qwen"}
