@@ -219,9 +219,9 @@ def build_context(question: str, hits: Sequence[Hit], example: bool = False) -> 
                          for c in citations)
     if example:  # sources, question, then the rules and one example: the order a small model follows
         prompt = (f"SOURCES\n{blocks}\n\nQUESTION\n{question}\n\n"
-                  "Answer the question in one to three sentences, using ONLY the sources above. End every "
-                  "sentence with the number of the source it comes from, in brackets. Do not write links, URLs "
-                  f'or paper identifiers. If the sources do not contain the answer, write "{REFUSAL}" and stop.'
+                  "Answer the question in one to three sentences from the sources above. End every sentence "
+                  "with the number of its source in brackets, as in the example. Write no links, URLs or paper "
+                  f'identifiers. Only if no source says anything about the question, write "{REFUSAL}"'
                   f"\n\n{FORMAT_EXAMPLE}\n\nANSWER")
         return Context(prompt=prompt, citations=citations)
     prompt = (
