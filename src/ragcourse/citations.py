@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 #: The sentence the prompt asks the model to write, verbatim, when the sources lack the answer.
 REFUSAL = "The sources do not contain the answer."
+#: One format example, on another subject, that `build_context(..., example=True)` shows after the question.
+FORMAT_EXAMPLE = ("EXAMPLE of the format (other sources, another question):\n"
+                  "The meeting starts at nine [2]. Bring the signed form and your badge [1][3].")
 #: A sentence with fewer words than this (citation markers not counted) is not a claim.
 MIN_CLAIM_WORDS = 4
 #: A cited sentence with a smaller share of its content words in the cited sources is unsupported.
@@ -196,12 +199,14 @@ def section_label(chunk: Chunk) -> str:
     return chunk.section or chunk.doc_title
 
 
-def build_context(question: str, hits: Sequence[Hit]) -> Context:
+def build_context(question: str, hits: Sequence[Hit], example: bool = False) -> Context:
     """Number the hits [1..n] in the order given and build the prompt plus the server-side table.
 
     The prompt asks for answers only from the sources, a `[n]` on every claim, no links, and the
     `REFUSAL` sentence (then stop) when the sources do not hold the answer. Each quote is shown with
-    its own bracketed numbers escaped (`escape_markers`); the citation keeps the exact slice.
+    its own bracketed numbers escaped (`escape_markers`); the citation keeps the exact slice. With
+    `example`, the sources and the question come first, then the rules and `FORMAT_EXAMPLE`: the 1.5B model of
+    chapter 7 answers the chapter's own layout with a bare "[1]".
     """
     citations = tuple(
         Citation(n=i, doc_id=h.chunk.doc_id, doc_name=h.chunk.doc_title,
@@ -212,6 +217,13 @@ def build_context(question: str, hits: Sequence[Hit]) -> Context:
     )
     blocks = "\n\n".join(f"[{c.n}] {c.doc_name} - {c.label}\n{escape_markers(c.quote)}"
                          for c in citations)
+    if example:  # sources, question, then the rules and one example: the order a small model follows
+        prompt = (f"SOURCES\n{blocks}\n\nQUESTION\n{question}\n\n"
+                  "Answer the question in one to three sentences from the sources above. End every sentence "
+                  "with the number of its source in brackets, as in the example. Write no links, URLs or paper "
+                  f'identifiers. Only if no source says anything about the question, write "{REFUSAL}"'
+                  f"\n\n{FORMAT_EXAMPLE}\n\nANSWER")
+        return Context(prompt=prompt, citations=citations)
     prompt = (
         "Answer the question using ONLY the numbered sources below.\n"
         "Put the number of the source after every claim, like [1] or [2]. "
@@ -367,14 +379,19 @@ def cited_sentences(answer: str, citations: Sequence[Citation]) -> tuple[str, ..
     return tuple(s for s in sentences(answer) if known.intersection(refs(s)))
 
 
+def sentence_support(answer: str, citations: Sequence[Citation]) -> list[tuple[str, float]]:
+    """(sentence, `support` by the real sources it cites) for each cited sentence of the answer."""
+    quotes = {c.n: c.quote for c in citations}
+    return [(s, support(s, [quotes[n] for n in dict.fromkeys(refs(s)) if n in quotes]))
+            for s in cited_sentences(answer, citations)]
+
+
 def unsupported_sentences(answer: str, citations: Sequence[Citation],
                           threshold: float = SUPPORT_THRESHOLD) -> tuple[str, ...]:
     """Cited sentences whose `support` by the real sources they cite is below `threshold`."""
     if not 0 <= threshold <= 1:
         raise ValueError(f"threshold must be in [0, 1]; got {threshold!r}")
-    quotes = {c.n: c.quote for c in citations}
-    return tuple(s for s in cited_sentences(answer, citations)
-                 if support(s, [quotes[n] for n in dict.fromkeys(refs(s)) if n in quotes]) < threshold)
+    return tuple(s for s, score in sentence_support(answer, citations) if score < threshold)
 
 
 def check_answer(answer: str, citations: Sequence[Citation],
