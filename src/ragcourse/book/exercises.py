@@ -1,4 +1,5 @@
-"""Public checks for the exercises: feedback on an answer's form, never on its expected value.
+"""The exercises as a notebook runs them: the term's variant (`choose`), public checks that give feedback on an
+answer's form, never on its expected value (`form`), and `rerun`, by which a lab runs its lesson's exercise cells.
 
 A student runs these in their own notebook; the hidden checks that score an answer live in
 `kit/checks/` and never ship with the student edition (see CONTRIBUTING.md, "Exercises").
