@@ -255,8 +255,8 @@ def _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed) 
     def rank(q: Query) -> None:
         ranked[q.text] = retriever.rank(q.text, method, vectors.get(q.id))
 
-    ms = timed(rank, qs)
-    rankings = pipeline.ranked_chunks(retriever.chunks, {q.id: ranked[q.text] for q in qs})
+    ms = timed(rank, qs)  # the timed runs' own rankings, read back through the one builder
+    rankings = pipeline.rank_all(lambda text, *_: ranked[text], retriever.chunks, qs, method, vectors=vectors)
     runs = [make_run(retriever.strategy, method, False, rankings, ms, qs, settings.ks, destroyed, settings.judgements)]
     if reranker is not None:
         reranked: dict[str, list[Chunk]] = {}
