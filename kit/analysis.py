@@ -57,14 +57,12 @@ def _notebook(path: str):
 def untouched(nb, stubs: dict[str, str]) -> list[str]:
     """Exercise ids whose answer cell is still the stub handed out (whitespace aside)."""
     from kit.runner import exercise_meta
-
-    def collapsed(text) -> str:
-        return " ".join(str(text).split())
+    from ragcourse.words import collapse
 
     found = []
     for cell in nb.cells:
         meta = exercise_meta(cell) if cell.cell_type == "code" else None
-        if isinstance(meta, dict) and stubs.get(str(meta.get("id"))) == collapsed(cell.source):
+        if isinstance(meta, dict) and stubs.get(str(meta.get("id"))) == collapse(str(cell.source)):
             found.append(str(meta.get("id")))
     return found
 

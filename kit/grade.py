@@ -39,6 +39,7 @@ from kit.hidden import Hidden, load
 from kit.row import Row
 from kit.runner import Kernel, Limits, Run
 from ragcourse.book.exercises import VARIANT_ENV, variant
+from ragcourse.words import collapse
 
 KIT = Path(__file__).resolve().parent
 ROOT = KIT.parent
@@ -270,15 +271,11 @@ def _read_summary(found: dict, run: Run) -> None:
         run.notes.append(f"the notebook set {VARIANT_ENV}={_bounded(exported, 20)}; graded as variant {variant()}")
 
 
-def _collapsed(text) -> str:
-    return " ".join(str(text).split())
-
-
 def exercise_stubs(nb) -> dict[str, str]:
     """{exercise id: its stub, whitespace collapsed} from a reference notebook's answer cells."""
     from kit.student import answer_cells, exercise_of
 
-    return {str(exercise_of(c)["id"]): _collapsed(exercise_of(c)["stub"]) for c in answer_cells(nb)}
+    return {str(exercise_of(c)["id"]): collapse(str(exercise_of(c)["stub"])) for c in answer_cells(nb)}
 
 
 def _not_attempted(scores: dict, raised: set[str], nb, stubs: dict[str, str]) -> dict:

@@ -22,6 +22,7 @@ from markdown_it import MarkdownIt
 
 from kit.hidden import Hidden, load
 from kit.student import answer_cells
+from ragcourse.words import collapse
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "book" / "instructor-tables.inc"
@@ -76,18 +77,18 @@ def _objectives(body: str) -> tuple[str, ...]:
             depth -= 1
         elif token.type == "list_item_open" and depth == 1:
             inline = next(t for t in tokens[i:] if t.type == "inline")
-            items.append(" ".join(inline.content.split()))
+            items.append(collapse(inline.content))
     if items:
         return tuple(items)
     sentence = LEARN.search(body)
     if not sentence:
         return ()
-    clauses = (" ".join(c.split()) for c in sentence.group(1).split(";"))
+    clauses = (collapse(c) for c in sentence.group(1).split(";"))
     return tuple(re.sub(r"^and ", "", c).rstrip(".") for c in clauses if c)
 
 
 def _one_line(text: str) -> str:
-    return CHAPTER_LINK.sub(r"](notebooks/\1", " ".join(text.split()))
+    return CHAPTER_LINK.sub(r"](notebooks/\1", collapse(text))
 
 
 def _glue_values(nb, text: str) -> str:
@@ -102,7 +103,7 @@ def _glue_values(nb, text: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|") or "(none)"
+    return collapse(str(text)).replace("|", "\\|") or "(none)"
 
 
 def chapter_table(path: Path, checks: dict[str, Hidden], instructor: bool = False) -> list[str]:

@@ -20,6 +20,8 @@ import math
 from pathlib import Path
 from typing import NamedTuple
 
+from ragcourse.words import collapse
+
 FILE = "manual.csv"
 HEADER = ("student", "chapter", "exercise", "points", "note")
 CHECKSUM = "grades.csv.sha256"  # kept in OUT/.rows, beside the rows it was made from
@@ -80,7 +82,7 @@ def _mark(cells: list[str], maxima: dict) -> tuple[tuple[str, str, str], Mark | 
         return key, None, f"points {points!r} is not a number"
     if not math.isfinite(value) or not 0 <= value <= maxima[key]:
         return key, None, f"points {points} outside 0..{maxima[key]}"
-    return key, Mark(value, " ".join(note.split())[:300]), ""
+    return key, Mark(value, collapse(note)[:300]), ""
 
 
 def record(out: Path) -> None:

@@ -163,3 +163,23 @@ def test_notebooks_print_p_values_with_the_packages_one_formatter():
              for i, cell in enumerate(nbformat.read(path, as_version=4).cells)
              if cell.cell_type == "code" and HAND_FORMATTED_P.search(cell.source)]
     assert found == [], "print p-values with ragcourse.evaluation.p_text"
+
+
+#: Chapter 8's index, one idea a module: each kind of work below is done in its module only (issue 38).
+INDEX_IDEAS = {
+    "index_lock.py": {"fcntl.flock"},  # locking: one writer at a time
+    "index_format.py": {"os.replace", "os.fsync(fh"},  # storage format: the atomic versioned commit
+    "index_sync.py": {"walk("},  # folder sync: reading a folder's files
+    "index_report.py": {"def summary(", "import pandas"},  # reporting: what a run did, in words and a table
+}
+
+
+def test_the_index_is_small_modules_of_one_idea_each():
+    """`index.py` (records, stamps, the in-memory index) stays small, and no index module does another's work."""
+    folder = SOURCES["ragcourse"]
+    assert len((folder / "index.py").read_text(encoding="utf-8").splitlines()) <= 250
+    texts = {path.name: path.read_text(encoding="utf-8") for path in folder.glob("index*.py")}
+    assert set(INDEX_IDEAS) < set(texts)
+    where = {mark: sorted(name for name, text in texts.items() if mark in text)
+             for marks in INDEX_IDEAS.values() for mark in marks}
+    assert where == {mark: [name] for name, marks in INDEX_IDEAS.items() for mark in marks}

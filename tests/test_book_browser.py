@@ -13,14 +13,14 @@ failure; a bare `pytest` skips.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.setup_missing import missing
+
 ROOT = Path(__file__).resolve().parents[1]
-REQUIRED = os.environ.get("RAGCOURSE_REQUIRE_BOOK") == "1"
 
 
 def _driver():
@@ -33,13 +33,9 @@ def _driver():
 
 book_browser = _driver()
 if not (book_browser.HTML / "intro.html").is_file():
-    if REQUIRED:
-        raise AssertionError(f"{book_browser.HTML} is missing: `make book` should have built it")
-    pytest.skip("the book is not built (run `make book`)", allow_module_level=True)
+    missing(f"the book is not built: {book_browser.HTML} is missing (run `make book`)", module=True)
 if book_browser.find_chromium() is None:
-    if REQUIRED:
-        raise AssertionError("chromium is not installed: `make test` installs it (apt-get install chromium)")
-    pytest.skip("chromium is not installed", allow_module_level=True)
+    missing("chromium is not installed: `make test` installs it (apt-get install chromium)", module=True)
 
 PAGES = book_browser.pages()
 # The browser's DevTools socket is on 127.0.0.1; tests/conftest.py still blocks every other host.

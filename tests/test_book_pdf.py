@@ -14,15 +14,15 @@ Like tests/test_book_browser.py: needs the built book and chromium (a failure un
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.setup_missing import missing
+
 ROOT = Path(__file__).resolve().parents[1]
-REQUIRED = os.environ.get("RAGCOURSE_REQUIRE_BOOK") == "1"
 
 
 def _script(name: str):
@@ -36,9 +36,7 @@ def _script(name: str):
 book_browser = _script("book_browser")
 book_pdf = _script("book_pdf")
 if not (book_browser.HTML / "intro.html").is_file() or book_browser.find_chromium() is None:
-    if REQUIRED:
-        raise AssertionError("`make test` builds the book and installs chromium before this test")
-    pytest.skip("the book is not built or chromium is missing", allow_module_level=True)
+    missing("the book is not built or chromium is missing (`make test` builds and installs both)", module=True)
 
 pytestmark = pytest.mark.enable_socket  # the browser's DevTools socket is on 127.0.0.1
 

@@ -9,20 +9,19 @@ these skip when the book is not built, and fail under `make test` (RAGCOURSE_REQ
 
 from __future__ import annotations
 
-import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from tests.setup_missing import missing
+
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "book" / "_build" / "html"
 
 if not (HTML / "intro.html").is_file():
-    if os.environ.get("RAGCOURSE_REQUIRE_BOOK") == "1":
-        raise AssertionError(f"{HTML} is missing: `make book` should have built it")
-    pytest.skip("the book is not built (run `make book`)", allow_module_level=True)
+    missing(f"the book is not built: {HTML} is missing (run `make book`)", module=True)
 
 SEED = re.compile(r"(?<![a-z])seeds?(?![a-z])", re.IGNORECASE)
 # A seed of a random-number generator: named so just before ("random seed", "rng(seed", "manual_seed")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections import Counter
+from types import SimpleNamespace
 from unittest.mock import ANY
 
 import numpy as np
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragcourse import dense
+from ragcourse import dense, evaluation
 from ragcourse.cli import main, report, runs
 from ragcourse.evaluation import query_share, share_over_questions
 
@@ -406,15 +406,25 @@ def test_uneven_phrasings_once_put_the_interval_beside_the_recall(tmp_path):
 
 
 def test_queries_asked_in_the_same_words_each_get_their_own_time(monkeypatch):
-    """The clock sees only a query's text: three queries in the same words once each got the time of all three."""
-    ticks = iter(range(100))
-    monkeypatch.setattr(runs.time, "perf_counter", lambda: next(ticks) / 1000)  # every call lasts 1 ms
-    clock = runs._Clock()
-    rank = clock.wrap(lambda text: [0])
+    """Each query's latency is one run of its step (the fastest of REPEATS), never a share of its namesakes'."""
+    ticks = iter(range(1000))
+    monkeypatch.setattr(evaluation.time, "perf_counter", lambda: next(ticks) / 1000)  # every call lasts 1 ms
+    calls = []
     texts = ["same", "same", "same", "other"]
-    for text in texts:
-        rank(text)
-    assert [clock.per_query(t, Counter(texts)) for t in ("same", "other")] == [1.0, 1.0]
+    qs = [SimpleNamespace(id=f"q{i}", text=t) for i, t in enumerate(texts)]
+    assert runs.timed(lambda q: calls.append(q.text), qs) == pytest.approx({"q0": 1.0, "q1": 1.0, "q2": 1.0, "q3": 1.0})
+    # one untimed warm-up, then REPEATS runs of each text, asked once whatever its namesakes
+    assert calls == ["same"] + ["same"] * evaluation.REPEATS + ["other"] * evaluation.REPEATS
+
+
+def test_a_runs_latency_says_its_statistic(rst_eval):
+    """results.json and the report name the protocol behind the median and p95 (the book's, not one timing each)."""
+    out, _, _ = rst_eval
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert {r["latency_ms"]["protocol"] for r in results["runs"]} == {runs.LATENCY_PROTOCOL}
+    assert f"fastest of {evaluation.REPEATS} runs after one untimed warm-up" in runs.LATENCY_PROTOCOL
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "median ms/query" in page and runs.LATENCY_PROTOCOL.replace("'", "&#x27;") in page
 
 
 # ---------------------------------------------------------------- the report, read on a phone and at a terminal

@@ -106,7 +106,9 @@ def test_an_unknown_user_is_an_error_and_an_unlisted_document_is_unreadable(tmp_
     with pytest.raises(PermissionError_, match="'bob'") as refused:
         access.groups_of("bob")
     assert "ana" not in str(refused.value)  # an unknown user learns no other user's name
-    assert access.readable(access.groups_of("ana")) == {"a"}
+    assert access.readable_by("ana") == {"a"}
+    with pytest.raises(PermissionError_, match="'bob'"):
+        access.readable_by("bob")  # no user means no documents, never all of them
     assert access.unlisted(["a", "b"]) == ["b"]
     path.write_text("{not json")
     with pytest.raises(PermissionError_, match="p.json"):

@@ -14,7 +14,6 @@ autodoc); tests/test_sphinx_reading.py covers those on its fixture.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections import defaultdict
@@ -24,6 +23,7 @@ import pytest
 
 from ragcourse import rst
 from ragcourse.cli.folder import read_folder
+from tests.setup_missing import SPHINX_DOCS, missing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import sphinx_docs  # noqa: E402
@@ -49,9 +49,7 @@ def docs() -> Path:
     found = sphinx_docs.folder()
     if not (found / sphinx_docs.DONE).is_file():
         message = f"no Sphinx docs folder at {found}: {sphinx_docs.HINT} first"
-        if os.environ.get("RAGCOURSE_REQUIRE_SPHINX_DOCS") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(message, SPHINX_DOCS)
     return found
 
 

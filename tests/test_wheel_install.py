@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from ragcourse.paths import ROOT, user_cache_dir
+from tests.setup_missing import WHEELHOUSE, missing
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import wheelhouse  # noqa: E402
@@ -60,9 +61,7 @@ def the_wheelhouse() -> Path:
     house = wheelhouse.folder(user_cache_dir() / "wheelhouse")
     if not (house / wheelhouse.DONE).is_file():
         message = f"no wheelhouse at {house}: run `make wheelhouse` (python scripts/wheelhouse.py) first"
-        if os.environ.get("RAGCOURSE_REQUIRE_WHEELHOUSE") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(message, WHEELHOUSE)
     return house
 
 

@@ -65,7 +65,7 @@ def post_filter_at_depth_eight(ns):
     kept = []
     with reference("the share that survives"):
         for user in asker.values():
-            allowed = access.readable(access.groups_of(user))
+            allowed = access.readable_by(user)
             for q in [q for q in queries if q.doc in allowed]:
                 kept.append(found(permissions.post_filter(ranked[q.id], allowed, depth=8, k=4), q.needle))
         expected = sum(kept) / len(kept)

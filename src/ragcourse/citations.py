@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote as _percent_encode
 
 from .gate import NoAnswer, gate
-from .words import WORD, claim_words
+from .words import WORD, claim_words, collapse
 
 if TYPE_CHECKING:
     from .chunking import Chunk
@@ -332,7 +332,7 @@ def sentences(answer: str) -> list[str]:
 
 def is_refusal(sentence: str) -> bool:
     """The REFUSAL sentence, or one saying the sources/context do not contain/mention it."""
-    plain = " ".join(_MARKER.sub("", sentence).split()).rstrip(".!").lower()
+    plain = collapse(_MARKER.sub("", sentence)).rstrip(".!").lower()
     return plain == REFUSAL.rstrip(".").lower() or _REFUSAL_LIKE.search(plain) is not None
 
 

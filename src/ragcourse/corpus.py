@@ -3,7 +3,8 @@
 Implements: `Document` (id, title, canonical text), `load_corpus` (read ``DATA_DIR/corpus/`` and
 check it against the committed fingerprint in ``data/corpus.lock.json``), `sections` (the one rule
 that splits a text at its ``## `` headings, skipping fenced code; the chunkers of chapter 2 use it
-too), `profile`, and two small helpers every chapter shares: `collapse` and `sha256_file`.
+too), `profile`, `sha256_file`, and `write_markdown` / `write_sections`, which lay documents out as a
+folder of files (chapter 8's folders).
 
 Leaves out: building the corpus. Fetching the pinned docutils sdist, parsing it with docutils and
 rendering Markdown live in `ragcourse.build.corpus`, so that nothing imported at run time loads
@@ -156,6 +157,40 @@ def sections(text: str) -> list[Section]:
     out += [Section(title, start, body, end) for (title, start, body), end in zip(heads, bounds[1:], strict=True)]
     return out
 
+
+
+def write_markdown(doc: Document, folder: Path, encoding: str = "utf-8") -> Path:
+    """`doc` as the file FOLDER/<id>.md: a `# title` line, a blank line, its text (in `encoding`).
+
+    >>> import tempfile
+    >>> path = write_markdown(Document("a", "A", "## S\\n\\nText.\\n"), Path(tempfile.mkdtemp()) / "docs")
+    >>> path.name, path.read_text(encoding="utf-8")
+    ('a.md', '# A\\n\\n## S\\n\\nText.\\n')
+    """
+    path = folder / f"{doc.id}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(f"# {doc.title}\n\n{doc.text}".encode(encoding))
+    return path
+
+
+def write_sections(doc: Document, folder: Path) -> list[Path]:
+    """Each section of `doc` with text under its first line as FOLDER/<id>/NN.md (NN: its position), titled
+    `# doc title: section title` ("Introduction" for the text before the first heading).
+
+    >>> import tempfile
+    >>> paths = write_sections(Document("a", "A", "## S\\n\\nText.\\n## Empty\\n"), Path(tempfile.mkdtemp()))
+    >>> [p.name for p in paths], paths[0].read_text(encoding="utf-8").splitlines()[0]
+    (['00.md'], '# A: S')
+    """
+    written = []
+    for k, sec in enumerate(sections(doc.text)):
+        body = doc.text[sec.start:sec.end]
+        if body.strip().partition("\n")[2].strip():  # a heading with nothing under it is no document
+            path = folder / doc.id / f"{k:02d}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"# {doc.title}: {sec.title or 'Introduction'}\n\n{body}", encoding="utf-8")
+            written.append(path)
+    return written
 
 def document_sha256(doc: Document) -> str:
     """sha256 of one document's text (UTF-8): what the lock and the manifest record per document."""

@@ -394,6 +394,10 @@ def _sweep_row(
     return row
 
 
+#: Chapter 6's cuts on the cosine distance, 0.300 to 0.950 in steps of 0.025, then no threshold at all (inf).
+CUTS = tuple(round(0.300 + 0.025 * i, 3) for i in range(27)) + (math.inf,)
+
+
 def sweep(
     in_domain: Sequence[tuple[Sequence[Hit], str]],
     out_of_domain: Sequence[Sequence[Hit]],

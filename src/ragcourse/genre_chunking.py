@@ -35,6 +35,7 @@ import numpy as np
 from ragcourse.chunking import TARGET, Chunk, Span, header, pack, paragraph_spans, sentence_spans, trim
 from ragcourse.corpus import Document, Section, sections
 from ragcourse.precision import rounded_scores
+from ragcourse.words import collapse
 
 #: A cutter returns the cut positions it sees inside `text[start:end]` (the caller drops the edges).
 Cutter = Callable[[str, int, int], list[int]]
@@ -345,7 +346,7 @@ def breaks_prompt(paragraphs: Sequence[str], show: int = LLM_SHOW, template: str
     >>> breaks_prompt(["Cats purr.", "Dogs\\nbark."]).splitlines()[2:4]
     ['[1] Cats purr.', '[2] Dogs bark.']
     """
-    lines = [f"[{i}] {' '.join(p.split())[:show]}" for i, p in enumerate(paragraphs, 1)]
+    lines = [f"[{i}] {collapse(p)[:show]}" for i, p in enumerate(paragraphs, 1)]
     return template.format(paragraphs="\n".join(lines))
 
 

@@ -56,6 +56,14 @@ class Access:
         groups = frozenset(groups)
         return frozenset(doc for doc, allowed in self.documents.items() if allowed & groups)
 
+    def readable_by(self, user: str) -> frozenset[str]:
+        """The documents `user` may read (`readable` of their groups; an unknown user is an error).
+
+        >>> Access({"a": frozenset({"dev"}), "b": frozenset({"ops"})}, {"ana": frozenset({"dev"})}).readable_by("ana")
+        frozenset({'a'})
+        """
+        return self.readable(self.groups_of(user))
+
     def unlisted(self, doc_ids: Iterable[str]) -> list[str]:
         """Documents with no permission entry: readable by nobody, and worth saying so.
 
@@ -96,6 +104,18 @@ def load_access(path: Path) -> Access:
         raise PermissionError_(f"{path}: cannot read permissions: {error}") from error
     return parse_access(data, str(path))
 
+
+
+def one_user_per_group(access: Access) -> dict[str, str]:
+    """Group -> the first user whose only group it is (chapter 11 asks as each); a group with none is left out.
+
+    >>> docs = {"a": frozenset({"dev"}), "b": frozenset({"ops"})}
+    >>> one_user_per_group(Access(docs, {"ana": frozenset({"dev", "ops"}), "bo": frozenset({"dev"})}))
+    {'dev': 'bo'}
+    """
+    groups = sorted({g for allowed in access.documents.values() for g in allowed})
+    only = {g: [u for u, gs in access.users.items() if gs == {g}] for g in groups}
+    return {g: users[0] for g, users in only.items() if users}
 
 def leaks(ranked: Sequence[HasDoc], allowed: frozenset[str]) -> int:
     """How many of the ranked chunks come from documents outside `allowed`.

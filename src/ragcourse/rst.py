@@ -169,7 +169,7 @@ def _keeping(name: str):
         option_spec = _AnyOption()
 
         def run(self):
-            argument = " ".join(self.arguments[0].split()) if self.arguments else ""
+            argument = collapse(self.arguments[0]) if self.arguments else ""
             if name == "class" and re.fullmatch(r"[a-z0-9 _-]+", argument):  # docutils' class directive
                 return Class(name, self.arguments, {}, self.content, self.lineno, self.content_offset,
                              self.block_text, self.state, self.state_machine).run()

@@ -120,6 +120,16 @@ def matrix(signals: Sequence[Signals], names: Sequence[str] = NAMES) -> np.ndarr
     return np.array([[getattr(s, n) for n in names] for s in signals], dtype=np.float64).reshape(len(signals), -1)
 
 
+
+def oriented(name: str, signals: Sequence[Signals]) -> np.ndarray:
+    """One signal over `signals`, signed so that higher always argues for answering (`HIGHER_ANSWERS`).
+
+    >>> rows = [Signals(0.25, 1.0, 0.5, 0.3, 0.5), Signals(0.5, 2.0, 0.1, 0.1, 0.0)]
+    >>> oriented("distance", rows).tolist(), oriented("rerank_top", rows).tolist()
+    ([-0.25, -0.5], [1.0, 2.0])
+    """
+    return (1 if HIGHER_ANSWERS[name] else -1) * matrix(signals, [name])[:, 0]
+
 def fit_logistic(x: np.ndarray, y: Sequence[bool], penalty: float = 1.0,
                  iterations: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Logistic regression on standardized columns by Newton's method: (means, scales, weights, bias).

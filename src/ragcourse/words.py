@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import re
 
-from .bm25 import tokenize
-
 
 def collapse(text: str) -> str:
     """A text's words as written, each whitespace run one space (how every needle is matched, chapter 1).
@@ -52,6 +50,8 @@ def query_words(text: str) -> set[str]:
     >>> sorted(query_words("How do I add a caption to the figure?"))
     ['add', 'caption', 'figure']
     """
+    from .bm25 import tokenize  # here: `collapse` alone must import without numpy and scipy (the grader's child)
+
     return {w for w in tokenize(text) if len(w) >= 3 and w not in QUERY_STOPWORDS}
 
 

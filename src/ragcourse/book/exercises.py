@@ -1,4 +1,5 @@
-"""Public checks for the exercises: feedback on an answer's form, never on its expected value.
+"""The exercises as a notebook runs them: the term's variant (`choose`), public checks that give feedback on an
+answer's form, never on its expected value (`form`), and `rerun`, by which a lab runs its lesson's exercise cells.
 
 A student runs these in their own notebook; the hidden checks that score an answer live in
 `kit/checks/` and never ship with the student edition (see CONTRIBUTING.md, "Exercises").
@@ -122,3 +123,36 @@ def same_environment(expected: Mapping[str, str]) -> None:
         raise RuntimeError("This environment differs from the grader's: " + "; ".join(differ)
                            + ". Run `make install` in the course repository at the commit your instructor named.")
     print("Same environment as the grader: your answers are graded with these versions.")
+
+
+def rerun(notebook: str | os.PathLike, exercise: str, namespace: dict[str, Any]) -> None:
+    """Run exercise `exercise`'s code cells in `notebook` (all but its checks) in `namespace`.
+
+    A lab gets the values a lesson's solutions quote this way, so each answer is written once, in the lesson.
+
+    >>> import json, pathlib, tempfile
+    >>> cells = [{"cell_type": "markdown", "source": ":::{exercise}\\n:label: ex-9-1\\n"},
+    ...          {"cell_type": "code", "metadata": {}, "source": "x = 2 * y"},
+    ...          {"cell_type": "code", "metadata": {"tags": ["check"]}, "source": "raise AssertionError"},
+    ...          {"cell_type": "markdown", "source": ":::{solution} ex-9-1\\n"},
+    ...          {"cell_type": "code", "metadata": {}, "source": "x = 0"}]
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "09-toy.ipynb"
+    >>> _ = path.write_text(json.dumps({"cells": cells}))
+    >>> namespace = {"y": 21}
+    >>> rerun(path, "9.1", namespace)
+    >>> namespace["x"]
+    42
+    """
+    import json
+    from pathlib import Path
+
+    label = "ex-" + exercise.replace(".", "-")
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    text = ["".join(c["source"]) for c in cells]
+    starts = [i for i, t in enumerate(text) if cells[i]["cell_type"] == "markdown" and f":label: {label}\n" in t + "\n"]
+    if not starts:
+        raise ValueError(f"{notebook}: no exercise {exercise} (a markdown cell with ':label: {label}')")
+    ends = [i for i, t in enumerate(text) if i > starts[0] and f"{{solution}} {label}\n" in t + "\n"]
+    for i in range(starts[0] + 1, ends[0] if ends else len(cells)):
+        if cells[i]["cell_type"] == "code" and "check" not in cells[i].get("metadata", {}).get("tags", []):
+            exec(compile(text[i], f"{notebook}, exercise {exercise}", "exec"), namespace)

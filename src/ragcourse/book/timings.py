@@ -18,6 +18,8 @@ from pathlib import Path
 from ..paths import RESULTS_DIR
 
 TIMINGS_FILE = RESULTS_DIR / "timings.json"
+#: The dense systems of `scale.json` (appendix A2), as the book names them, and each one's key in a size's row.
+SCALE_SYSTEMS = (("exact scan", "scratch"), ("HNSW (faiss)", "ann"), ("Qdrant, local mode", "engine"))
 
 
 def cpu_model() -> str:
@@ -57,3 +59,15 @@ def describe(record: dict) -> str:
     m = record["machine"]
     return (f"{m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, Python {m['python']}, "
             f"torch {m['versions']['torch']} on {m['torch_threads']} threads, measured {m['date']}")
+
+
+def scale_rows(record: dict) -> list[dict]:
+    """One row per size and dense system of `scale.json` (`benchmarks/bench_scale.py`): chunks, system, build (s),
+    query (ms) and memory (MiB).
+
+    >>> size = {"build_s": 1.5, "dense_ms": 0.25, "memory_mib": 3}
+    >>> scale_rows({"scale": [{"texts": 10, "scratch": size, "ann": size, "engine": size}]})[0]
+    {'chunks': 10, 'system': 'exact scan', 'build (s)': 1.5, 'query (ms)': 0.25, 'memory (MiB)': 3}
+    """
+    return [{"chunks": r["texts"], "system": name, "build (s)": r[key]["build_s"], "query (ms)": r[key]["dense_ms"],
+             "memory (MiB)": r[key]["memory_mib"]} for r in record["scale"] for name, key in SCALE_SYSTEMS]

@@ -21,11 +21,10 @@ import hashlib
 import io
 import json
 import re
-import sys
 import zipfile
 from pathlib import Path
 
-from ..corpus import CorpusError, sha256_file
+from ..corpus import CorpusError, run_command, sha256_file
 from ..paths import DATA_DIR, MODELS_DIR
 from .corpus import fetch_pinned
 
@@ -126,13 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in names if name not in lock]
     if unknown:
         parser.error(f"unknown model {unknown[0]!r}; choose from {', '.join(lock)}")
-    try:
+
+    def assemble_all() -> None:
         for name in names:
             print(f"{name}: {assemble(name, lock[name])}")
-    except CorpusError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+
+    return run_command(assemble_all)
 
 
 if __name__ == "__main__":

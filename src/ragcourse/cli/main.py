@@ -123,7 +123,7 @@ def _allowed(permissions: Path, user: str, doc_ids) -> frozenset[str]:
         print(f"{len(unlisted)} document(s) have no permission entry and are readable by nobody: "
               + ", ".join(printable(d) for d in unlisted[:10]) + (" ..." if len(unlisted) > 10 else ""),
               file=sys.stderr)
-    return access.readable(access.groups_of(user))
+    return access.readable_by(user)
 
 
 def _query_texts(args: argparse.Namespace) -> list[tuple[str | None, str]]:
@@ -321,7 +321,7 @@ def _readable_folder(corpus, args: argparse.Namespace):
     access = load_access(Path(args.permissions))
     if args.user not in access.users:
         raise ValueError(f"--user '{printable(args.user)}' is not in the permissions file {args.permissions}")
-    return readable_part(corpus, access.readable(access.users[args.user]))
+    return readable_part(corpus, access.readable_by(args.user))
 
 
 #: How many left-out lines stderr names one by one (the report lists them all).

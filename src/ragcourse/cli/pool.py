@@ -101,7 +101,7 @@ def safe_json(record: dict) -> str:
 
 def pool_text(records: Sequence[dict], header: str) -> str:
     """The pool file: a `#` header line (which every reader of judgements skips), then one record a line."""
-    return "# " + " ".join(header.split()) + "\n" + "".join(safe_json(r) + "\n" for r in records)
+    return "# " + collapse(header) + "\n" + "".join(safe_json(r) + "\n" for r in records)
 
 
 def write_new(path: Path, text: str, force: bool = False) -> None:

@@ -31,7 +31,7 @@ import pandas as pd
 from ..documents import printable
 from ..evaluation import KS, Paired, p_text, questions_needed, verdict, with_interval
 from .folder import shorten
-from .runs import EXCERPT, TREC_DEPTH, Run
+from .runs import EXCERPT, LATENCY_PROTOCOL, TREC_DEPTH, Run
 
 RESULTS, REPORT, MARKER = "results.json", "report.html", ".ragcourse-eval"
 MISSED_SHOWN = 50
@@ -165,13 +165,14 @@ def summary(results: dict) -> str:
         if run.get("graded"):
             row |= {f"graded nDCG@{ks[-1]}": f"{run['graded']['ndcg'][str(ks[-1])]:.3f}",
                     "MAP": f"{run['graded']['map']:.3f}"}
-        row |= {f"missed@{ks[-1]}": len(missed(run, ks[-1])), "ms/query": _ms(run)}
+        row |= {f"missed@{ks[-1]}": len(missed(run, ks[-1])), "median ms/query": _ms(run)}
         rows.append(row)
     return pd.DataFrame(rows).to_string(index=False)
 
 
 def _ms(run: dict) -> str:
-    """The median time to rank one query, or "—" for a run file's run (its time was not measured here)."""
+    """The median over queries of the time to rank one (`runs.LATENCY_PROTOCOL`), or "—" for a run file's run (its
+    time was not measured here)."""
     return "—" if run["latency_ms"] is None else f"{run['latency_ms']['median']:.2f}"
 
 
@@ -289,7 +290,7 @@ def _runs_table(runs: Sequence[dict], ks: Sequence[int]) -> pd.DataFrame:
         row = {"run": run["label"], "queries": run["queries"]}
         row |= {f"R@{k}": with_interval(run["recall"][str(k)], *run["recall_interval"][str(k)]) for k in ks}
         row |= {f"nDCG@{ks[-1]}": f"{run['ndcg'][str(ks[-1])]:.3f}", "MRR": f"{run['mrr']:.3f}",
-                "ms/query": _ms(run), "answers destroyed": len(run["answers_destroyed"])}
+                "median ms/query": _ms(run), "answers destroyed": len(run["answers_destroyed"])}
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -574,7 +575,8 @@ def render(results: dict) -> str:
              + "</div>", _corpus_line(c),
              "<h2 id='runs'>Runs</h2><p class='note'>Recall@k with its 95 % t interval over questions (a question's "
              "two phrasings are not independent), clipped to [0, 1]; nDCG (binary relevance) and MRR over "
-             "queries; median time to rank one query, reranking included (embeddings excluded: the query's, "
+             "queries; the time to rank one query, reranking included, as the median over queries of "
+             f"{html.escape(LATENCY_PROTOCOL)} (embeddings excluded: the query's, "
              "and for late interaction its token vectors, are computed beforehand).</p>",
              _table(_runs_table(runs, ks))]
     if all("doc_recall" in run for run in runs):

@@ -29,8 +29,6 @@ from __future__ import annotations
 import itertools
 import math
 import re
-import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +42,9 @@ from ..chunking import Chunk
 from ..corpus import profile
 from ..dense import Embedder, top_hits
 from ..evaluation import (
+    CUTS,
     KS,
+    REPEATS,
     SWEEP_COLUMNS,
     answers_destroyed,
     compare,
@@ -53,6 +53,7 @@ from ..evaluation import (
     first_doc_rank,
     holm,
     interaction,
+    latencies_ms,
     ndcg,
     per_question,
     query_share,
@@ -64,8 +65,6 @@ from ..precision import rounded
 from ..words import collapse
 from .folder import FolderCorpus, folder_queries
 
-#: Chapter 6's cuts (cosine distance), then no threshold at all (written as null).
-CUTS = tuple(round(0.300 + 0.025 * i, 3) for i in range(27)) + (math.inf,)
 GATE_K = 4
 #: How much of a ranking a TREC run file keeps per query, and how long a chunk's excerpt is.
 TREC_DEPTH, EXCERPT = 100, 240
@@ -111,34 +110,23 @@ def _detail(q: Query, ranking: Sequence[Chunk], rank: int | None, ms: float) -> 
             "first": None if rank == 1 or not ranking else chunk_entry(ranking[0])}
 
 
-class _Clock:
-    """Milliseconds spent per query text by a wrapped callable (a first stage's `rank`, a reranker's `score`)."""
-
-    def __init__(self) -> None:
-        self.ms: dict[str, float] = {}
-
-    def per_query(self, text: str, repeats: Counter) -> float:
-        """The time of one query with this text: queries asked in the same words (`repeats`) share it evenly."""
-        return self.ms.get(text, 0.0) / max(1, repeats[text])
-
-    def wrap(self, fn: Callable) -> Callable:
-        def timed(query: str, *args, **kwargs):
-            started = time.perf_counter()
-            try:
-                return fn(query, *args, **kwargs)
-            finally:
-                self.ms[query] = self.ms.get(query, 0.0) + 1000 * (time.perf_counter() - started)
-        return timed
+#: What one query's latency is (`evaluation.latencies_ms`, the book's protocol); a run gives its median and p95.
+LATENCY_PROTOCOL = f"each query's fastest of {REPEATS} runs after one untimed warm-up"
 
 
-class _TimedReranker:
-    """A reranker that times its `score` calls per query and is otherwise the reranker it wraps."""
+def timed(step: Callable[[Query], object], qs: Sequence[Query]) -> dict[str, float]:
+    """Query id -> ms of `step(query)` by the book's protocol (`evaluation.latencies_ms`); queries asked in the
+    same words are timed once (a ranking depends on the text alone).
 
-    def __init__(self, inner, clock: _Clock) -> None:
-        self.inner, self.score = inner, clock.wrap(inner.score)
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
+    >>> from types import SimpleNamespace as Q
+    >>> sorted(timed(vars, [Q(id="a", text="x"), Q(id="b", text="x")]))
+    ['a', 'b']
+    """
+    first: dict[str, Query] = {}
+    for q in qs:
+        first.setdefault(q.text, q)
+    ms = dict(zip(first, latencies_ms({"step": step}, list(first.values()))["step"], strict=True))
+    return {q.id: ms[q.text] for q in qs}
 
 
 def make_run(strategy: str, method: str, rerank: bool, rankings: dict, ms: dict, qs: Sequence[Query],
@@ -259,20 +247,27 @@ class Settings:
 
 
 def _method_runs(retriever, method, qs, vectors, settings, reranker, destroyed) -> list[Run]:
-    """The run of one method on one strategy, and its reranked run when asked for, each query timed."""
+    """The run of one method on one strategy, and its reranked run when asked for, each query timed (`timed`)."""
     from ..rerank import rerank_rankings
 
-    first = _Clock()
-    rankings = pipeline.rank_all(first.wrap(retriever.rank), retriever.chunks, qs, method, vectors=vectors)
-    repeats = Counter(q.text for q in qs)
-    ms = {q.id: first.per_query(q.text, repeats) for q in qs}
+    ranked: dict[str, list[int]] = {}
+
+    def rank(q: Query) -> None:
+        ranked[q.text] = retriever.rank(q.text, method, vectors.get(q.id))
+
+    ms = timed(rank, qs)  # the timed runs' own rankings, read back through the one builder
+    rankings = pipeline.rank_all(lambda text, *_: ranked[text], retriever.chunks, qs, method, vectors=vectors)
     runs = [make_run(retriever.strategy, method, False, rankings, ms, qs, settings.ks, destroyed, settings.judgements)]
     if reranker is not None:
-        second = _Clock()
-        reranked = rerank_rankings(_TimedReranker(reranker, second), qs, rankings)
-        total = {q.id: ms[q.id] + second.per_query(q.text, repeats) for q in qs}
-        runs.append(make_run(retriever.strategy, method, True, reranked, total, qs, settings.ks, destroyed,
-                             settings.judgements))
+        reranked: dict[str, list[Chunk]] = {}
+
+        def rerank(q: Query) -> None:
+            reranked[q.text] = rerank_rankings(reranker, [q], rankings)[q.id]
+
+        second = timed(rerank, qs)
+        total = {q.id: ms[q.id] + second[q.id] for q in qs}
+        runs.append(make_run(retriever.strategy, method, True, {q.id: reranked[q.text] for q in qs}, total, qs,
+                             settings.ks, destroyed, settings.judgements))
     return runs
 
 
@@ -416,7 +411,8 @@ def run_entry(run: Run, ks: Sequence[int]) -> dict:
     entry["by_phrasing"] = {p: _phrasing_figures(table[table["phrasing"] == p], ks) for p in phrasings} \
         if len(phrasings) > 1 else {}
     entry["latency_ms"] = None if table["latency_ms"].isna().all() else {  # a run file's: not measured here
-        "median": float(table["latency_ms"].median()), "p95": float(table["latency_ms"].quantile(0.95))}
+        "median": float(table["latency_ms"].median()), "p95": float(table["latency_ms"].quantile(0.95)),
+        "protocol": LATENCY_PROTOCOL}
     entry["answers_destroyed"] = list(run.destroyed)
     entry = rounded(entry)
     entry["per_query"] = list(run.details)
