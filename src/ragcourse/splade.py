@@ -138,15 +138,16 @@ class StaleRunError(ValueError):
     """A stored run was recorded on other chunks, queries or shortlists than the live ones."""
 
 
-def stored_run(chunk_texts: Sequence[str], query_texts: dict[str, str], path: Path | str = RUN_FILE) -> dict:
+def stored_run(chunk_texts: Sequence[str], query_texts: dict[str, str], path: Path | str = RUN_FILE,
+               parts: Sequence[str] = ("development", "held_out")) -> dict:
     """The stored SPLADE run, once its hashes match the live chunks and queries; else StaleRunError naming what.
 
-    `query_texts` maps each query id of the run to its text, development and held-out queries alike.
+    `query_texts` maps each query id of the checked `parts` of the run to its text.
     """
     run = json.loads(Path(path).read_text(encoding="utf-8"))
     if run["chunks_sha256"] != texts_sha256(chunk_texts):
         raise StaleRunError(f"{path}: recorded on other chunks than the live ones; rerun `make splade`")
-    for part in ("development", "held_out"):
+    for part in parts:
         rows = run[part]["rows"]
         changed = [r["query"] for r in rows if query_texts.get(r["query"]) is None
                    or r["query_sha256"] != texts_sha256([query_texts[r["query"]]])]
