@@ -161,7 +161,8 @@ def test_rankings_are_built_in_one_place():
     """Retriever, Expanded and QdrantEngine all answer `rankings` through `pipeline.rank_all`."""
     assert calls("ranked_chunks") == ["pipeline.py:rank_all"]
     assert calls("rank_all") == ["cli/runs.py:_method_runs", "engines.py:QdrantEngine.rankings",
-                                 "expansion.py:Expanded.rankings", "pipeline.py:Retriever.rankings"]
+                                 "expansion.py:Expanded.rankings", "pipeline.py:Retriever.rankings",
+                                 "tuning.py:bm25_per_query", "tuning.py:weighted_hybrid"]
 
 
 def test_every_query_is_reranked_in_one_place():

@@ -15,14 +15,14 @@ import pandas as pd
 from .bm25 import BM25
 from .evaluation import evaluate
 from .fusion import weighted_rrf
-from .pipeline import ranked_chunks
+from .pipeline import rank_all
 
 
 def bm25_per_query(chunks: Sequence, queries: Sequence, k1: float = 1.2, b: float = 0.75,
                    field: str = "text") -> pd.DataFrame:
     """The `evaluate` table of BM25 with constants (`k1`, `b`) over each chunk's `field` ("text" or "content")."""
     model = BM25([getattr(c, field) for c in chunks], k1=k1, b=b)
-    return evaluate(ranked_chunks(chunks, {q.id: model.rank(q.text) for q in queries}), queries)
+    return evaluate(rank_all(lambda text, _method: model.rank(text), chunks, queries, "bm25"), queries)
 
 
 def bm25_mrr(chunks: Sequence, queries: Sequence, k1: float, b: float) -> float:
@@ -34,7 +34,9 @@ def weighted_hybrid(chunks: Sequence, queries: Sequence, dense_lists: Mapping[st
                     bm25_lists: Mapping[str, list[int]], w: float, c: float = 60) -> pd.DataFrame:
     """The `evaluate` table of weighted RRF: the dense ranking at weight 1, the BM25 ranking at weight `w`."""
     fused = {q.id: weighted_rrf([dense_lists[q.id], bm25_lists[q.id]], [1.0, w], c=c) for q in queries}
-    return evaluate(ranked_chunks(chunks, fused), queries)
+    # rank_all hands each query's entry of `fused` to the ranker, which returns it as the query's ranking
+    return evaluate(rank_all(lambda _text, _method, ranking: ranking, chunks, queries, "hybrid", vectors=fused),
+                    queries)
 
 
 def best(scores: Mapping[Hashable, float]) -> Hashable:
