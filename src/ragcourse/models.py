@@ -33,6 +33,7 @@ import importlib.util
 import logging
 import os
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -268,6 +269,33 @@ def installed_model(name: str) -> Path:
     return folder
 
 
+def threads() -> int:
+    """Threads a recorded model run uses: `RAGCOURSE_THREADS` (a positive integer), else 1.
+
+    One thread is the fastest on a busy two-core machine (4-20x measured); every record states it.
+
+    >>> threads() >= 1
+    True
+    """
+    value = os.environ.get("RAGCOURSE_THREADS", "1")
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"RAGCOURSE_THREADS={value!r}: expected a positive integer")
+    return int(value)
+
+
+@contextmanager
+def torch_threads(count: int):
+    """Run a block on `count` torch threads, then restore the count it had."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield count
+    finally:
+        torch.set_num_threads(before)
+
+
 @lru_cache(maxsize=1)
 def load_splade():
     """(tokenizer, masked-LM model) of SPLADE-tiny, the learned sparse encoder (chapter 4), on the CPU."""
@@ -313,18 +341,6 @@ def load_qwen():
 LLAMA_PACKAGE = "llama-cpp-python==0.3.36"
 #: Context window of the 1.5B model's llama.cpp runs: four sources and the rules fit with room to answer.
 QWEN_CONTEXT = 2048
-
-
-def threads() -> int:
-    """Threads for every recorded model call: `RAGCOURSE_THREADS` (default 1, fastest on a busy two-core machine).
-
-    >>> threads() >= 1
-    True
-    """
-    value = os.environ.get("RAGCOURSE_THREADS", "1")
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"RAGCOURSE_THREADS must be a whole number >= 1; got {value!r}")
-    return int(value)
 
 
 @lru_cache(maxsize=1)
