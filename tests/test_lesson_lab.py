@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = sorted(p for p in (ROOT / "notebooks").glob("*.ipynb") if (ROOT / "notebooks" / "labs" / p.name).exists())
 #: Chapters whose labs still copy an answer, each with who removes it.
-COPYING = {"04-bm25-hybrid.ipynb": "the 4.1/4.2 grids: chapter 4's engineer (issue 41's SPLADE branch) this round"}
+COPYING: dict[str, str] = {}
 
 
 def _lines(source: str) -> list[str]:
