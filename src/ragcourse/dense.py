@@ -18,7 +18,7 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -55,6 +55,16 @@ def text_key(text: str) -> str:
     'ca978112'
     """
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def texts_sha256(texts: Iterable[str]) -> str:
+    """One digest of many texts, in order: sha256 over their `text_key`s, one a line (an index's stamp, a
+    stored run's corpus check).
+
+    >>> texts_sha256(["a"]) == hashlib.sha256(text_key("a").encode()).hexdigest()
+    True
+    """
+    return hashlib.sha256("\n".join(text_key(t) for t in texts).encode()).hexdigest()
 
 
 @lru_cache(maxsize=8)

@@ -31,7 +31,6 @@ same client code pointed at a URL, and is not exercised by them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import Counter
@@ -43,6 +42,7 @@ import numpy as np
 from . import bm25 as bm25_module
 from .bm25 import tokenize
 from .chunking import PIPELINE_VERSION
+from .dense import texts_sha256
 from .fusion import RRF_C
 from .index import StaleIndexError
 from .pipeline import METHODS, rank_all
@@ -78,8 +78,7 @@ class Stamp:
 def stamp_for(retriever) -> Stamp:
     """The stamp of a `pipeline.Retriever`'s chunks, embedder and BM25 settings."""
     embedder, bm25 = retriever.dense.embedder, retriever.bm25
-    digest = hashlib.sha256("\n".join(hashlib.sha256(c.text.encode()).hexdigest()
-                                      for c in retriever.chunks).encode()).hexdigest()
+    digest = texts_sha256(c.text for c in retriever.chunks)
     settings = json.dumps({"k1": bm25.k1, "b": bm25.b, "tokenizer": bm25_module.TOKEN_PATTERN}, sort_keys=True)
     return Stamp(embedder.name, embedder.fingerprint, embedder.dim, PIPELINE_VERSION,
                  retriever.strategy, settings, digest, len(retriever.chunks))

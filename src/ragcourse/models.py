@@ -269,18 +269,22 @@ def installed_model(name: str) -> Path:
     return folder
 
 
+#: The one thread setting of the optional models and of every recorded model run.
+THREADS_VARIABLE = "RAGCOURSE_THREADS"
+
+
 def threads() -> int:
-    """Threads a recorded model run uses: `RAGCOURSE_THREADS` (a positive integer), else 1.
+    """Threads a recorded model run uses: `$RAGCOURSE_THREADS` (a positive integer), else 1.
 
     One thread is the fastest on a busy two-core machine (4-20x measured); every record states it.
 
     >>> threads() >= 1
     True
     """
-    value = os.environ.get("RAGCOURSE_THREADS", "1")
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"RAGCOURSE_THREADS={value!r}: expected a positive integer")
-    return int(value)
+    raw = os.environ.get(THREADS_VARIABLE, "1").strip()
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{THREADS_VARIABLE}={raw!r}: expected a whole number of threads, at least 1")
+    return int(raw)
 
 
 @contextmanager
@@ -310,16 +314,22 @@ def load_splade():
 
 @lru_cache(maxsize=1)
 def load_e5():
-    """multilingual-e5-small (4-bit) through its own C engine: `.query(text)` and `.passage(texts)`, unit vectors."""
+    """multilingual-e5-small (4-bit) through its own C engine: `.query(text)` and `.passage(texts)`, unit vectors.
+
+    The engine prepends e5's "query: " / "passage: " itself. It runs on `threads()` OpenMP threads, fixed
+    at the first load: OpenMP reads OMP_NUM_THREADS once, when its runtime is loaded.
+    """
     folder = installed_model("e5-small")
     spec = importlib.util.spec_from_file_location("ragcourse_e5_core", folder / "_core.py")
     core = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(core)
     import ctypes
 
+    count = threads()
+    os.environ["OMP_NUM_THREADS"] = str(count)  # before the runtime loads, or it is ignored
     ctypes.CDLL(str(next(folder.glob("libgomp*.so*"))), mode=ctypes.RTLD_GLOBAL)  # the engine's OpenMP runtime
     engine = next(folder.glob("_engine*.so"))
-    return core.E5(model_path=str(folder / "e5-small-q4.bin"), lib_path=str(engine), num_threads=TORCH_THREADS)
+    return core.E5(model_path=str(folder / "e5-small-q4.bin"), lib_path=str(engine), num_threads=count)
 
 
 def load_mpnet():
