@@ -124,7 +124,7 @@ def _number(n: int) -> list[str]:
 
 @cache
 def _ranked_sections() -> list[tuple[str, str]]:
-    from ragcourse.corpus import load_corpus, sections
+    from ragcourse.corpus import load_corpus, write_sections
 
     found = {(d.id, s.title): s.end - s.start for d in load_corpus() for s in sections(d.text) if s.headed}
     return sorted(found, key=lambda k: (-found[k], k[0], k[1]))
@@ -167,12 +167,12 @@ def _cell(chapter: str, needle: str) -> str:
 @cache
 def _synced_folder() -> Path:
     """Chapter 8's synced folder, built by the notebook's own cell (its syncs replaced by no-ops)."""
-    from ragcourse.corpus import load_corpus, sections
+    from ragcourse.corpus import load_corpus, write_sections
 
     work = Path(tempfile.mkdtemp(prefix="kit-variants-"))
     atexit.register(shutil.rmtree, work, True)
     nothing = SimpleNamespace(summary=lambda: "", chunks=[])
-    ns = {"WORK": work, "by_id": {d.id: d for d in load_corpus()}, "sections": sections, "SETTINGS": {},
+    ns = {"WORK": work, "by_id": {d.id: d for d in load_corpus()}, "write_sections": write_sections, "SETTINGS": {},
           "index_sync": SimpleNamespace(sync_folder=lambda *a, **k: nothing),
           "index_format": SimpleNamespace(load=lambda path: nothing), "print": lambda *a, **k: None}
     exec(_cell("08", "sync_docs, sync_index ="), ns)  # noqa: S102 - the book's own cell, with stand-ins
