@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,17 +11,9 @@ import pytest
 from ragcourse.evaluation import ratio_over_questions
 from ragcourse.groundtruth import load_out_of_domain, load_questions, queries
 from ragcourse.paths import RESULTS_DIR
+from tests.benchmark_scripts import load_script
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def _script():
-    if "generate_answers" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("generate_answers", BENCHMARKS / "generate_answers.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["generate_answers"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["generate_answers"]
 
 
 def test_ratio_over_questions_resamples_whole_questions():
@@ -40,8 +30,8 @@ def test_ratio_over_questions_resamples_whole_questions():
 
 
 def test_prompt_hash_is_sha256_of_utf8():
-    assert _script().prompt_sha256("") == hashlib.sha256(b"").hexdigest()
-    assert _script().prompt_sha256("é") == hashlib.sha256("é".encode()).hexdigest()
+    assert load_script("generate_answers").prompt_sha256("") == hashlib.sha256(b"").hexdigest()
+    assert load_script("generate_answers").prompt_sha256("é") == hashlib.sha256("é".encode()).hexdigest()
 
 
 @pytest.fixture(scope="module")

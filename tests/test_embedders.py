@@ -7,9 +7,7 @@ the corpus, and the script's ranking and resume logic against small hand-made in
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,19 +21,7 @@ from ragcourse.book import embedders
 from ragcourse.dense import cosine_distances, texts_sha256
 from ragcourse.evaluation import per_question
 from ragcourse.groundtruth import load_questions, queries
-
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def load_script(name: str):
-    """Import `benchmarks/<name>.py` as module `name` (registered, as dataclasses need)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
+from tests.benchmark_scripts import load_script
 
 script = load_script("embedders")
 

@@ -124,7 +124,7 @@ def _number(n: int) -> list[str]:
 
 @cache
 def _ranked_sections() -> list[tuple[str, str]]:
-    from ragcourse.corpus import load_corpus, write_sections
+    from ragcourse.corpus import load_corpus, sections
 
     found = {(d.id, s.title): s.end - s.start for d in load_corpus() for s in sections(d.text) if s.headed}
     return sorted(found, key=lambda k: (-found[k], k[0], k[1]))

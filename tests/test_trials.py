@@ -6,11 +6,8 @@ tested on what is committed (`models/reranker/`, `benchmarks/results/finetuned.j
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,19 +15,7 @@ import pytest
 from ragcourse.corpus import sha256_file
 from ragcourse.paths import RESULTS_DIR
 from ragcourse.rerank import Reranker
-
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def load_script(name: str):
-    """Import `benchmarks/<name>.py` as module `name` (registered, as dataclasses need)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
+from tests.benchmark_scripts import load_script
 
 train = load_script("reranker_ranks")
 trial = load_script("rerank_trial")
