@@ -782,8 +782,8 @@ def case_11_3(mp):
                                                                              if c in allowed][:k])
     queries = [SimpleNamespace(id=f"q{i}", doc="a" if i % 3 else "b", needle=f"n{i}") for i in range(12)]
     ranked = {q.id: (["b"] * (i % 9) + ["a"]) for i, q in enumerate(queries)}
-    access = SimpleNamespace(groups_of=lambda user: user,
-                             readable=lambda groups: {"a"} if groups == "u1" else {"a", "b"})
+    readable = lambda groups: {"a"} if groups == "u1" else {"a", "b"}  # noqa: E731
+    access = SimpleNamespace(groups_of=lambda user: user, readable=readable, readable_by=readable)
     ctx = {"asker": {"x": "u1", "y": "u2"}, "access": access, "queries": queries, "ranked": ranked,
            "found": lambda kept, needle: "a" in kept}
     kept = [("a" in permissions.post_filter(ranked[q.id], allow, depth=8, k=4))

@@ -153,3 +153,15 @@ def by_share(wrong: int, total: int, rule: str, hint: str) -> Partly | None:
         return None
     assert wrong < total, f"wrong on every case: {rule}"
     return Partly(1 - wrong / total, f"{wrong} of {total} unseen cases differ ({hint})")
+
+
+def by_count(right: int, total: int, floors: tuple[int, int], why: str) -> Partly | None:
+    """Full marks when all `total` unseen cases are right; 2/3 from `floors[1]` right, 1/3 from `floors[0]`, else none.
+
+    >>> by_count(8, 8, (3, 6), "w"), by_count(6, 8, (3, 6), "w").fraction, by_count(3, 8, (3, 6), "w").fraction
+    (None, 0.6666666666666666, 0.3333333333333333)
+    """
+    if right == total:
+        return None
+    assert right >= floors[0], why
+    return Partly(2 / 3 if right >= floors[1] else 1 / 3, why)
