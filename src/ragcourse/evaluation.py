@@ -56,6 +56,31 @@ def contains_needle(content: str, needle: str) -> bool:
     return wanted in collapse(content)
 
 
+class SplitNeedle(NamedTuple):
+    """Two chunks that meet inside a needle (their (start, end) spans and texts), and the needle hard-wrapped there."""
+
+    needle: tuple[int, int]
+    left_span: tuple[int, int]
+    right_span: tuple[int, int]
+    left: str
+    right: str
+    wrapped: str
+
+
+def split_needle(text: str, needle: str, after: str, margin: int = 120) -> SplitNeedle:
+    """Cut `needle` (in `text`) just after its words `after`, each chunk reaching `margin` characters beyond it.
+
+    >>> split = split_needle("ab one, two cd", "one, two", after="one,", margin=2)
+    >>> split.needle, split.left_span, split.right_span, split.left, split.right, split.wrapped
+    ((3, 11), (1, 7), (7, 13), 'b one,', ' two c', 'one,\\n    two')
+    """
+    start = text.index(needle)
+    cut = needle.index(after) + len(after)
+    left, right = (max(0, start - margin), start + cut), (start + cut, start + len(needle) + margin)
+    return SplitNeedle((start, start + len(needle)), left, right, text[slice(*left)], text[slice(*right)],
+                       needle[:cut] + "\n    " + needle[cut:].lstrip())
+
+
 def first_hit_rank(ranked: Iterable[Any], needle: str) -> int | None:
     """Rank (from 1) of the first item whose content contains ``needle``; None if none does."""
     for rank, item in enumerate(ranked, start=1):
