@@ -31,11 +31,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .chunking import chunk_corpus
 from .counts import check_k
 from .gate import NoAnswer, gate
 from .words import collapse
 
 if TYPE_CHECKING:
+    from .corpus import Document
     from .dense import Hit
     from .pipeline import Retriever
 
@@ -104,6 +106,19 @@ def answers_destroyed(chunks: Iterable[Any], needles: Iterable[str]) -> list[str
     """Needles that no chunk contains whole (a boundary cut them), in input order."""
     contents = [collapse(_content(c)) for c in chunks]
     return [n for n in needles if not any(collapse(n) in c for c in contents)]
+
+
+def destroyed_by_size(docs: Iterable[Document], needles: Sequence[str], sizes: Iterable[int],
+                      strategy: str = "A") -> dict[int, int]:
+    """How many of `needles` chunks of each size in `sizes` destroy (`strategy`, no overlap; chapter 2's grid).
+
+    >>> from ragcourse.corpus import Document
+    >>> destroyed_by_size([Document("d", "D", "## S\\nabcdef ghij\\n")], ["abcdef ghij"], [8, 40])
+    {8: 1, 40: 0}
+    """
+    docs = list(docs)
+    return {size: len(answers_destroyed(chunk_corpus(docs, strategy, target=size, overlap=0), needles))
+            for size in sizes}
 
 
 class Interval(NamedTuple):
