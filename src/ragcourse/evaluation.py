@@ -31,11 +31,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .chunking import chunk_corpus
 from .counts import check_k
 from .gate import NoAnswer, gate
 from .words import collapse
 
 if TYPE_CHECKING:
+    from .corpus import Document
     from .dense import Hit
     from .pipeline import Retriever
 
@@ -54,6 +56,31 @@ def contains_needle(content: str, needle: str) -> bool:
     if not wanted:
         raise ValueError(f"needle={needle!r}: expected a non-blank string")
     return wanted in collapse(content)
+
+
+class SplitNeedle(NamedTuple):
+    """Two chunks that meet inside a needle (their (start, end) spans and texts), and the needle hard-wrapped there."""
+
+    needle: tuple[int, int]
+    left_span: tuple[int, int]
+    right_span: tuple[int, int]
+    left: str
+    right: str
+    wrapped: str
+
+
+def split_needle(text: str, needle: str, after: str, margin: int = 120) -> SplitNeedle:
+    """Cut `needle` (in `text`) just after its words `after`, each chunk reaching `margin` characters beyond it.
+
+    >>> split = split_needle("ab one, two cd", "one, two", after="one,", margin=2)
+    >>> split.needle, split.left_span, split.right_span, split.left, split.right, split.wrapped
+    ((3, 11), (1, 7), (7, 13), 'b one,', ' two c', 'one,\\n    two')
+    """
+    start = text.index(needle)
+    cut = needle.index(after) + len(after)
+    left, right = (max(0, start - margin), start + cut), (start + cut, start + len(needle) + margin)
+    return SplitNeedle((start, start + len(needle)), left, right, text[slice(*left)], text[slice(*right)],
+                       needle[:cut] + "\n    " + needle[cut:].lstrip())
 
 
 def first_hit_rank(ranked: Iterable[Any], needle: str) -> int | None:
@@ -79,6 +106,19 @@ def answers_destroyed(chunks: Iterable[Any], needles: Iterable[str]) -> list[str
     """Needles that no chunk contains whole (a boundary cut them), in input order."""
     contents = [collapse(_content(c)) for c in chunks]
     return [n for n in needles if not any(collapse(n) in c for c in contents)]
+
+
+def destroyed_by_size(docs: Iterable[Document], needles: Sequence[str], sizes: Iterable[int],
+                      strategy: str = "A") -> dict[int, int]:
+    """How many of `needles` chunks of each size in `sizes` destroy (`strategy`, no overlap; chapter 2's grid).
+
+    >>> from ragcourse.corpus import Document
+    >>> destroyed_by_size([Document("d", "D", "## S\\nabcdef ghij\\n")], ["abcdef ghij"], [8, 40])
+    {8: 1, 40: 0}
+    """
+    docs = list(docs)
+    return {size: len(answers_destroyed(chunk_corpus(docs, strategy, target=size, overlap=0), needles))
+            for size in sizes}
 
 
 class Interval(NamedTuple):

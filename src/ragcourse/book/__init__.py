@@ -1,1 +1,2 @@
-"""Book plumbing: the sources' figures, the one recorded timing run, and the exercises' public checks."""
+"""Book plumbing: the sources' figures, the one recorded timing run, the exercises' public checks, and
+chapter 8's broken folder."""
