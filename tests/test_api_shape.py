@@ -146,6 +146,20 @@ def test_no_import_cycle_in_the_package_or_the_kit():
     assert cycles(graph()) - CYCLES_REMOVED_ELSEWHERE == set()
 
 
+#: The modules that measure (the evaluation modules); the book, the command line and the set-up may use them.
+MEASURING = {"ragcourse.evaluation", "ragcourse.tuning"}
+USERS_OF_MEASUREMENT = ("ragcourse.book", "ragcourse.cli", "ragcourse.build")
+
+
+def test_what_is_measured_never_imports_what_measures():
+    """A chapter module (chunking, retrieval, the gate, permissions...) is measured; it never imports a measurer."""
+    edges = graph()
+    wrong = {name: sorted(edges[name] & MEASURING) for name in edges
+             if name.startswith("ragcourse") and name not in MEASURING
+             and not name.startswith(USERS_OF_MEASUREMENT) and edges[name] & MEASURING}
+    assert wrong == {}, "move the measurement into ragcourse.evaluation (or tuning)"
+
+
 def test_the_cycle_finder_sees_a_cycle_of_three_and_nothing_else():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
     assert cycles(edges) == {frozenset({"a", "b", "c"})}

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import permissions
 from .chunking import chunk_corpus
 from .counts import check_k
 from .gate import NoAnswer, gate
@@ -830,3 +831,42 @@ def latency_ms(step: Callable[[Any], object], items: Sequence[Any], repeats: int
     True
     """
     return round(statistics.median(latencies_ms({"step": step}, items, repeats)["step"]), 4)
+
+
+def filter_trials(retriever: Retriever, access: permissions.Access, queries: Sequence[Any],
+                  ranked: Mapping[str, Sequence[Any]], k: int, vectors: Mapping[str, Any] | None = None,
+                  ) -> pd.DataFrame:
+    """Per query a user alone in a group may read (`one_user_per_group`): forbidden chunks and the needle in
+    the user's top `k` with no filter (`ranked`, unfiltered), the post-filter (depth `k`) and the pre-filter.
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace as C
+    >>> class Fake(C):  # ranks its chunks in their stored order
+    ...     def with_chunks(self, chunks, vectors): return Fake(chunks=chunks, dense=C(vectors=vectors))
+    ...     def rankings(self, qs, method, depth, vectors): return {q.id: self.chunks[:depth] for q in qs}
+    >>> chunks = [C(doc_id="b", content="no"), C(doc_id="a", content="the answer")]
+    >>> fake = Fake(chunks=chunks, dense=C(vectors=np.zeros((2, 1))))
+    >>> from ragcourse.permissions import Access
+    >>> access = Access({"a": frozenset({"dev"}), "b": frozenset({"ops"})}, {"bo": frozenset({"dev"})})
+    >>> q = C(id="q1", doc="a", needle="answer")
+    >>> filter_trials(fake, access, [q], {"q1": chunks}, k=1).iloc[0].to_dict()  # doctest: +NORMALIZE_WHITESPACE
+    {'user': 'bo', 'query': 'q1', 'leaked, no filter': 1, 'leaked, post-filter': 0, 'leaked, pre-filter': 0,
+     'results, post-filter': 0, 'found, no filter': False, 'found, post-filter': False, 'found, pre-filter': True}
+    """
+    def found(chunks: Sequence[Any], needle: str) -> bool:
+        return any(contains_needle(c.content, needle) for c in chunks)
+
+    rows = []
+    for user in permissions.one_user_per_group(access).values():
+        allowed = access.readable_by(user)
+        asked = [q for q in queries if q.doc in allowed]
+        own = permissions.pre_filter(retriever, allowed).rankings(asked, "hybrid", depth=k, vectors=vectors)
+        for q in asked:
+            post = permissions.post_filter(ranked[q.id], allowed, depth=k, k=k)
+            rows.append({"user": user, "query": q.id,
+                         "leaked, no filter": permissions.leaks(ranked[q.id][:k], allowed),
+                         "leaked, post-filter": permissions.leaks(post, allowed),
+                         "leaked, pre-filter": permissions.leaks(own[q.id], allowed),
+                         "results, post-filter": len(post), "found, no filter": found(ranked[q.id][:k], q.needle),
+                         "found, post-filter": found(post, q.needle), "found, pre-filter": found(own[q.id], q.needle)})
+    return pd.DataFrame(rows)

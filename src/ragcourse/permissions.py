@@ -4,7 +4,7 @@ Implements `Access` (document -> groups allowed, user -> groups), `load_access` 
 and the two ways to filter a ranking: `post_filter` (the engine returns its top `depth`, then the
 unreadable chunks are dropped) and `pre_filter` (a retriever over the readable chunks only, with the
 reader's own BM25 statistics). `leaks`
-counts what a user sees of documents they may not read; `filter_trials` asks every query as a user of each
+counts what a user sees of documents they may not read; `evaluation.filter_trials` asks every query as a user of each
 group, with no filter, the post-filter and the pre-filter. A document with no entry is readable by nobody.
 
 Leaves out: permissions finer than a document, nested groups, and revoking answers already cached.
@@ -16,11 +16,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-import pandas as pd
-
-from .evaluation import contains_needle
 from .pipeline import Retriever
 
 
@@ -151,39 +148,3 @@ def pre_filter(retriever: Retriever, allowed: frozenset[str]) -> Retriever:
     if not keep:
         raise PermissionError_("this reader may read no document of the index")
     return retriever.with_chunks([retriever.chunks[i] for i in keep], retriever.dense.vectors[keep])
-
-
-def filter_trials(retriever: Retriever, access: Access, queries: Sequence[Any], ranked: Mapping[str, Sequence[Any]],
-                  k: int, vectors: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """Per query a user alone in a group may read (`one_user_per_group`): forbidden chunks and the needle in
-    the user's top `k` with no filter (`ranked`, unfiltered), the post-filter (depth `k`) and the pre-filter.
-
-    >>> import numpy as np
-    >>> from types import SimpleNamespace as C
-    >>> class Fake(C):  # ranks its chunks in their stored order
-    ...     def with_chunks(self, chunks, vectors): return Fake(chunks=chunks, dense=C(vectors=vectors))
-    ...     def rankings(self, qs, method, depth, vectors): return {q.id: self.chunks[:depth] for q in qs}
-    >>> chunks = [C(doc_id="b", content="no"), C(doc_id="a", content="the answer")]
-    >>> fake = Fake(chunks=chunks, dense=C(vectors=np.zeros((2, 1))))
-    >>> access = Access({"a": frozenset({"dev"}), "b": frozenset({"ops"})}, {"bo": frozenset({"dev"})})
-    >>> q = C(id="q1", doc="a", needle="answer")
-    >>> filter_trials(fake, access, [q], {"q1": chunks}, k=1).iloc[0].to_dict()  # doctest: +NORMALIZE_WHITESPACE
-    {'user': 'bo', 'query': 'q1', 'leaked, no filter': 1, 'leaked, post-filter': 0, 'leaked, pre-filter': 0,
-     'results, post-filter': 0, 'found, no filter': False, 'found, post-filter': False, 'found, pre-filter': True}
-    """
-    def found(chunks: Sequence[Any], needle: str) -> bool:
-        return any(contains_needle(c.content, needle) for c in chunks)
-
-    rows = []
-    for user in one_user_per_group(access).values():
-        allowed = access.readable_by(user)
-        asked = [q for q in queries if q.doc in allowed]
-        own = pre_filter(retriever, allowed).rankings(asked, "hybrid", depth=k, vectors=vectors)
-        for q in asked:
-            post = post_filter(ranked[q.id], allowed, depth=k, k=k)
-            rows.append({"user": user, "query": q.id,
-                         "leaked, no filter": leaks(ranked[q.id][:k], allowed),
-                         "leaked, post-filter": leaks(post, allowed), "leaked, pre-filter": leaks(own[q.id], allowed),
-                         "results, post-filter": len(post), "found, no filter": found(ranked[q.id][:k], q.needle),
-                         "found, post-filter": found(post, q.needle), "found, pre-filter": found(own[q.id], q.needle)})
-    return pd.DataFrame(rows)
