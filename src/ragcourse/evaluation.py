@@ -833,6 +833,16 @@ def latency_ms(step: Callable[[Any], object], items: Sequence[Any], repeats: int
     return round(statistics.median(latencies_ms({"step": step}, items, repeats)["step"]), 4)
 
 
+def needle_found(chunks: Iterable[Any], needle: str) -> bool:
+    """Does any of `chunks` (objects with `.content`) contain `needle`, whitespace collapsed?
+
+    >>> from types import SimpleNamespace as C
+    >>> needle_found([C(content="a  b"), C(content="c")], "a b"), needle_found([], "a")
+    (True, False)
+    """
+    return any(contains_needle(c.content, needle) for c in chunks)
+
+
 def filter_trials(retriever: Retriever, access: permissions.Access, queries: Sequence[Any],
                   ranked: Mapping[str, Sequence[Any]], k: int, vectors: Mapping[str, Any] | None = None,
                   ) -> pd.DataFrame:
@@ -853,9 +863,7 @@ def filter_trials(retriever: Retriever, access: permissions.Access, queries: Seq
     {'user': 'bo', 'query': 'q1', 'leaked, no filter': 1, 'leaked, post-filter': 0, 'leaked, pre-filter': 0,
      'results, post-filter': 0, 'found, no filter': False, 'found, post-filter': False, 'found, pre-filter': True}
     """
-    def found(chunks: Sequence[Any], needle: str) -> bool:
-        return any(contains_needle(c.content, needle) for c in chunks)
-
+    found = needle_found
     rows = []
     for user in permissions.one_user_per_group(access).values():
         allowed = access.readable_by(user)
