@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from .citations import _MARKER, Citation, Context, build_context, escape_markers, is_claim, refs, sentences
 from .gate import Answered, gate
+from .words import collapse
 
 Judge = Callable[[str], bool]
 
@@ -39,7 +40,7 @@ def judge_prompt(passages: Sequence[str], sentence: str) -> str:
     A list needs a blank line.
     """
     passage = "\n\n".join(escape_markers(p) for p in passages)
-    claim = " ".join(_MARKER.sub("", sentence).split()).replace(" .", ".")
+    claim = collapse(_MARKER.sub("", sentence)).replace(" .", ".")
     return ("Does the passage support the sentence? Answer SUPPORTED if the passage states everything the "
             "sentence says, NOT otherwise. Answer with one word.\n\n"
             f"PASSAGE\n{passage}\n\nSENTENCE\n{claim}")
