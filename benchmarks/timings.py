@@ -121,15 +121,11 @@ def generation_cost(retriever: pipeline.Retriever, question: str, max_new_tokens
     prompt = build_context(question, retriever.retrieve(question, 4)).prompt
     inputs = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
                                            return_tensors="pt", return_dict=True)
-    torch.set_num_threads(1)
-    try:
+    with models.torch_threads(1), torch.no_grad():
         started = time.perf_counter()
-        with torch.no_grad():
-            out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, temperature=None,
-                                 top_p=None, top_k=None, pad_token_id=tokenizer.eos_token_id)
+        out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, temperature=None,
+                             top_p=None, top_k=None, pad_token_id=tokenizer.eos_token_id)
         seconds = time.perf_counter() - started
-    finally:
-        torch.set_num_threads(models.TORCH_THREADS)
     new = int(out.shape[1] - inputs["input_ids"].shape[1])
     return {"load_s": round(load_s, 2), "new_tokens": new, "seconds": round(seconds, 2),
             "tokens_per_s": round(new / seconds, 2), "threads": 1}

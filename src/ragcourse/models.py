@@ -231,20 +231,16 @@ def chat_inputs(tokenizer, prompt: str) -> dict:
 def generate(prompt: str, max_new_tokens: int = 120, threads: int = 1) -> tuple[str, int]:
     """The generator's greedy reply to one user message: (text, new tokens). Deterministic for a given machine.
 
-    Runs on `threads` threads (one is fastest on a busy two-core machine), then restores TORCH_THREADS.
+    Runs on `threads` threads (one is fastest on a busy two-core machine), then restores the count it had.
     """
     import torch
 
     tokenizer, model = load_generator()
     inputs = chat_inputs(tokenizer, prompt)
     pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.pad_token_id
-    torch.set_num_threads(threads)
-    try:
-        with torch.no_grad():
-            out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, temperature=None,
-                                 top_p=None, top_k=None, pad_token_id=pad)
-    finally:
-        torch.set_num_threads(TORCH_THREADS)
+    with torch_threads(threads), torch.no_grad():
+        out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, temperature=None,
+                             top_p=None, top_k=None, pad_token_id=pad)
     new = out[0, inputs["input_ids"].shape[1]:]
     return tokenizer.decode(new, skip_special_tokens=True), len(new)
 
