@@ -16,7 +16,6 @@ model: the chapters read a stored run (`benchmarks/splade_run.py`, `stored_run`)
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from . import models, precision
+from .dense import texts_sha256
 from .paths import RESULTS_DIR
 
 #: A text's SPLADE vector: vocabulary id -> weight (> 0); entries of weight 0 are left out.
@@ -122,16 +122,6 @@ class SpladeReranker:
             return np.zeros(0)
         vector = encode([query])[0]
         return np.array([score(vector, p) for p in self.passage_vectors(passages)])
-
-
-def texts_sha256(texts: Sequence[str]) -> str:
-    """One sha256 over many texts (each hashed, the hashes joined), to check a stored run's inputs.
-
-    >>> texts_sha256(["a"]) == hashlib.sha256(hashlib.sha256(b"a").hexdigest().encode()).hexdigest()
-    True
-    """
-    joined = "\n".join(hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts)
-    return hashlib.sha256(joined.encode("utf-8")).hexdigest()
 
 
 class StaleRunError(ValueError):
