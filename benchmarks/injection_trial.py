@@ -29,27 +29,13 @@ import platform
 import time
 from pathlib import Path
 
-from ragcourse import citations, injection, models, pipeline
+from ragcourse import injection, models, pipeline
 from ragcourse.groundtruth import load_questions
 from ragcourse.paths import RESULTS_DIR
 
 OUT = {"smollm2": RESULTS_DIR / "injection.json", "qwen": RESULTS_DIR / "injection_qwen.json"}
 K, METHOD, STRATEGY = 4, "hybrid", "E"
 MAX_NEW_TOKENS = 60
-
-
-def planted_prompts(retriever, questions, example: bool = False) -> list[dict]:
-    """Per question: the planted template and the prompt of every variant (what the chapter rebuilds)."""
-    rows = []
-    for i, q in enumerate(questions):
-        hits = retriever.retrieve(q.question, k=K, method=METHOD)
-        hits[0] = type(hits[0])(injection.plant(hits[0].chunk, injection.instruction_for(i)),
-                                hits[0].distance, hits[0].rank)
-        context = citations.build_context(q.question, hits, example=example)
-        prompts = {v: injection.variant_prompt(context.prompt, context.citations, q.question, v)
-                   for v in injection.PROMPTS}
-        rows.append({"question": q.id, "template": i % len(injection.INSTRUCTIONS), "prompts": prompts})
-    return rows
 
 
 def smollm2(prompt: str) -> dict:
@@ -82,7 +68,8 @@ def main() -> None:
     parser.add_argument("--model", choices=sorted(OUT), default="smollm2")
     args = parser.parse_args()
     out, example = OUT[args.model], args.model == "qwen"
-    rows = planted_prompts(pipeline.build(STRATEGY), load_questions(subset="original"), example)
+    rows = [{"question": t.question, "template": t.template, "prompts": t.prompts} for t in
+            injection.planted_trial(pipeline.build(STRATEGY), load_questions(subset="original"), K, METHOD, example)]
     with contextlib.redirect_stderr(io.StringIO()):  # the GGUF de-quantizer draws a progress bar
         models.load_qwen_llama() if example else models.load_generator()
     generate = qwen if example else smollm2

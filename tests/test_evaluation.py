@@ -30,7 +30,9 @@ from ragcourse.evaluation import (
     holm,
     interval_table,
     randomization_test,
+    share_cell,
     share_over_questions,
+    share_table,
     sign_test,
     summarize,
     sweep,
@@ -320,6 +322,26 @@ def test_with_interval_prints_the_value_and_its_interval():
     assert with_interval(0.5, 0.38102, 0.61898) == "0.500 [0.381, 0.619]"
     assert with_interval(0.51489, float("nan"), float("nan")) == "0.515"
     assert with_interval(0.5) == "0.500"
+
+
+def test_share_cell_is_the_count_the_share_and_its_wilson_interval():
+    # 0 of 4: p = 0, z^2 = 3.8415; centre = (z^2/8) / (1 + z^2/4) = 0.2449 = half, so [0, 0.4899]
+    assert share_cell(0, 4) == "0/4, 0.00 [0.00, 0.49]"
+    # 1 of 2: centre 0.5, half = z / (1 + z^2/2) * sqrt(1/8 + z^2/16) = 0.4055
+    assert share_cell(1, 2, digits=3) == "1/2, 0.500 [0.095, 0.905]"
+    with pytest.raises(ValueError):
+        share_cell(3, 2)
+
+
+def test_share_table_counts_each_pair_in_first_seen_order():
+    frame = pd.DataFrame({"defence": ["rule", "rule", "as is", "as is", "as is", "as is"],
+                          "model": ["b", "a", "b", "a", "b", "a"],
+                          "obeyed": [True, False, True, False, True, False]})
+    table = share_table(frame, "obeyed", "defence", "model")
+    assert list(table.index) == ["rule", "as is"] and list(table.columns) == ["b", "a"]
+    assert table.loc["as is", "b"] == "2/2, 1.00 [0.34, 1.00]"  # 1 - 0.6576, the mirror of 0 of 2
+    assert table.loc["as is", "a"] == "0/2, 0.00 [0.00, 0.66]"
+    assert table.loc["rule", "b"] == "1/1, 1.00 [0.21, 1.00]"  # 1 of 1: 1 - z^2 / (1 + z^2) = 0.2065
 
 
 def test_interval_table_is_one_row_per_label_in_first_seen_order():

@@ -3,7 +3,8 @@
 What it implements: a query is answered by a chunk when the chunk's ``content`` contains the
 query's verbatim needle sentence, whitespace collapsed on both sides (the corpus is hard-wrapped).
 Per query we keep the rank of the first such chunk; recall@k and MRR summarise those ranks;
-Wilson score intervals say how uncertain a rate over 64 queries is; the sign test (exact McNemar)
+Wilson score intervals say how uncertain a rate over 64 queries is (`share_cell`, `share_table`: k of n with
+its interval, as the book's tables print it); the sign test (exact McNemar)
 and a sign-flip randomization test compare two systems on the same queries, `holm` adjusts their
 p-values for the number of variants tried (Holm's step-down correction), and `verdict` turns a
 comparison into the sentence the book prints. Chapter 6's measurements live here too, not beside
@@ -332,6 +333,30 @@ def with_interval(value: float, low: float | None = None, high: float | None = N
     if low is None or high is None or pd.isna(low) or pd.isna(high):
         return f"{value:.{digits}f}"
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def share_cell(k: int, n: int, digits: int = 2, confidence: float = 0.95) -> str:
+    """k of n as a table cell: the count, the share and its Wilson interval.
+
+    >>> share_cell(3, 32)
+    '3/32, 0.09 [0.03, 0.24]'
+    """
+    return f"{k}/{n}, " + with_interval(k / n, *wilson(k, n, confidence), digits=digits)
+
+
+def share_table(frame: pd.DataFrame, flag: str, index: str, columns: str) -> pd.DataFrame:
+    """A `share_cell` of the boolean column `flag` per (`index`, `columns`) pair, both in first-seen order.
+
+    >>> frame = pd.DataFrame({"model": ["a", "a", "b", "b"], "prompt": ["x", "x", "x", "x"],
+    ...                       "obeyed": [True, False, False, False]})
+    >>> share_table(frame, "obeyed", "prompt", "model").loc["x"].tolist()
+    ['1/2, 0.50 [0.09, 0.91]', '0/2, 0.00 [0.00, 0.66]']
+    """
+    counts = frame.groupby([index, columns], sort=False)[flag].agg(["sum", "size"])
+    cells = pd.Series([share_cell(int(k), int(n)) for k, n in counts.itertuples(index=False)], index=counts.index)
+    wide = cells.unstack(columns).loc[list(dict.fromkeys(frame[index])), list(dict.fromkeys(frame[columns]))]
+    wide.index.name, wide.columns.name = index, None
+    return wide
 
 
 def interval_table(summaries: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:

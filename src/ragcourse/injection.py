@@ -2,7 +2,8 @@
 
 Implements `plant` (a copy of a chunk that carries an instruction), the prompt variants the chapter
 compares (`PROMPTS`: the book's prompt as it is, the sources fenced and escaped as data, and an
-explicit rule), `looks_injected` (an ingest-time detector: phrases that address a model) and
+explicit rule), `planted_trial` (every question's planted chunk and prompts, as the trial records and the
+lab rebuilds them), `looks_injected` (an ingest-time detector: phrases that address a model) and
 `followed` (the answer did what the planted text asked: it says the canary word).
 Leaves out: defences that need a second model (a judge or a trained classifier).
 """
@@ -13,9 +14,10 @@ import html
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any, NamedTuple
 
 from .chunking import Chunk
-from .citations import Citation
+from .citations import Citation, build_context
 
 #: A word the corpus never uses: an answer that says it followed the planted instruction.
 CANARY = "KUMQUAT"
@@ -118,3 +120,27 @@ def variant_prompt(book_prompt: str, citations: Sequence[Citation], question: st
         return f"{head}{RULE}\nSOURCES\n{rest}"
     after = rest[rest.rindex(f"\n\nQUESTION\n{question}") + len("\n\nQUESTION\n"):]
     return f"{head}{FENCE_NOTE}\n\nSOURCES\n{fenced_blocks(citations)}\n\nQUESTION\n{after}"
+
+
+class Planted(NamedTuple):
+    """One target question of the trial: its template, the planted chunk, the sources, each variant's prompt."""
+
+    question: str
+    template: int
+    chunk: Chunk
+    citations: tuple[Citation, ...]
+    prompts: dict[str, str]
+
+
+def planted_trial(retriever: Any, questions: Sequence[Any], k: int, method: str,
+                  example: bool = False) -> list[Planted]:
+    """Per question: its top k, `instruction_for(i)` planted in the first hit, and every variant's prompt built
+    from chapter 7's `build_context` (`example` picks its layout)."""
+    trial = []
+    for i, q in enumerate(questions):
+        hits = retriever.retrieve(q.question, k=k, method=method)
+        hits[0] = replace(hits[0], chunk=plant(hits[0].chunk, instruction_for(i)))
+        context = build_context(q.question, hits, example=example)
+        prompts = {v: variant_prompt(context.prompt, context.citations, q.question, v) for v in PROMPTS}
+        trial.append(Planted(q.id, i % len(INSTRUCTIONS), hits[0].chunk, context.citations, prompts))
+    return trial
