@@ -22,7 +22,7 @@ import time
 from ragcourse import expansion, groundtruth, models
 from ragcourse.book import timings
 
-OUT = {"smollm2": expansion.REWRITES_FILE, "qwen": expansion.REWRITES_FILE.with_name("expansions_qwen.json")}
+OUT = {"smollm2": expansion.REWRITES_FILE, "qwen": expansion.QWEN_REWRITES_FILE}
 
 
 def generator(model: str):

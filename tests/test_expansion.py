@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ragcourse import expansion as ex
 from ragcourse.bm25 import BM25
 from ragcourse.fusion import rrf
+from ragcourse.groundtruth import Query
 
 TEXTS = [
     "Set the tab width with --tab-width in docutils.conf.",
@@ -200,3 +201,26 @@ def test_stored_rewrites_are_refused_when_stale(tmp_path):
     path.write_text(json.dumps({"prompt": ex.REWRITE_PROMPT, "max_new_tokens": ex.REWRITE_TOKENS, "queries": {}}),
                     encoding="utf-8")
     assert ex.stored_rewrites(path)["queries"] == {}
+
+
+def _query(qid, text):
+    return Query(qid, qid.split("/")[0], qid.split("/")[1], text, "needle", "doc")
+
+
+def test_recorded_rewrites_reparse_the_output_and_refuse_other_queries():
+    live = [_query("q1/doc", "tab width"), _query("q1/ticket", "my tabs are wrong")]
+    record = {"queries": {"q1/ticket": {"query": "my tabs are wrong", "output": "1. tab stops\n2. tab size",
+                                        "rewrites": ["stale"]}}}
+    assert ex.recorded_rewrites(record, live) == {"my tabs are wrong": ["tab stops", "tab size"]}
+    record["queries"]["q1/ticket"]["query"] = "my tabs are wrong!"
+    with pytest.raises(ValueError, match="q1/ticket: the stored query text"):
+        ex.recorded_rewrites(record, live)
+    with pytest.raises(ValueError, match="'q9/doc'"):
+        ex.recorded_rewrites({"queries": {"q9/doc": {"query": "x", "output": ""}}}, live)
+
+
+def test_count_rewrites_by_hand():
+    assert ex.count_rewrites({"a": [], "b": ["x"] * 3, "c": ["x"] * 5, "d": ["x"] * 6}) == (4, 3.5, 2, 1)
+    assert ex.count_rewrites({"a": ["x", "y"]}, low=1, high=2) == (1, 2.0, 1, 0)
+    with pytest.raises(ValueError, match="no queries"):
+        ex.count_rewrites({})
