@@ -140,6 +140,15 @@ def test_parse_reformulations():
     assert len(ex.parse_reformulations("\n".join(f"rewrite {i}" for i in range(9)), "q")) == 5
 
 
+def test_a_reply_cut_by_its_budget_loses_only_its_unfinished_last_line():
+    out = "How do you set the tab width?\n\nWhat sets tab stops?\nHow do you"  # the 1.5B model's shape
+    assert ex.parse_reformulations(out, "tabs", cut=False) == ["How do you set the tab width?", "What sets tab stops?",
+                                                               "How do you"]
+    assert ex.parse_reformulations(out, "tabs", cut=True) == ["How do you set the tab width?", "What sets tab stops?"]
+    assert ex.parse_reformulations(out + "\n", "tabs", cut=True)[-1] == "How do you"  # a newline ended it
+    assert ex.parse_reformulations("one long unfinished line", "tabs", cut=True) == []
+
+
 def test_none_is_the_plain_retriever(retriever):
     x = ex.Expanded(retriever, "none")
     for method in ("dense", "bm25", "hybrid"):
@@ -209,9 +218,11 @@ def _query(qid, text):
 
 def test_recorded_rewrites_reparse_the_output_and_refuse_other_queries():
     live = [_query("q1/doc", "tab width"), _query("q1/ticket", "my tabs are wrong")]
-    record = {"queries": {"q1/ticket": {"query": "my tabs are wrong", "output": "1. tab stops\n2. tab size",
-                                        "rewrites": ["stale"]}}}
+    row = {"query": "my tabs are wrong", "new_tokens": 8, "output": "1. tab stops\n2. tab size", "rewrites": ["stale"]}
+    record = {"max_new_tokens": 9, "queries": {"q1/ticket": row}}
     assert ex.recorded_rewrites(record, live) == {"my tabs are wrong": ["tab stops", "tab size"]}
+    record["queries"]["q1/ticket"]["new_tokens"] = 9  # stopped by the budget: "tab size" may be unfinished
+    assert ex.recorded_rewrites(record, live) == {"my tabs are wrong": ["tab stops"]}
     record["queries"]["q1/ticket"]["query"] = "my tabs are wrong!"
     with pytest.raises(ValueError, match="q1/ticket: the stored query text"):
         ex.recorded_rewrites(record, live)

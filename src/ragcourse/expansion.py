@@ -221,15 +221,23 @@ def _idf(n_texts: int, df: int) -> float:
     return float(idf(n_texts, df))
 
 
-def parse_reformulations(output: str, query: str, most: int = 5) -> list[str]:
+def parse_reformulations(output: str, query: str, most: int = 5, cut: bool = False) -> list[str]:
     """The generator's rewrites, one per line: numbering and quotes stripped, repeats and the query dropped.
+
+    `cut` says the reply stopped at its token budget: its last line, unless a newline ended it, is unfinished
+    and is not a rewrite.
 
     >>> parse_reformulations('1. "transaction error"\\n2. billing declined\\n- billing declined\\n', "payment failed")
     ['transaction error', 'billing declined']
+    >>> parse_reformulations("card declined\\nbilling error\\nwhy was my", "payment failed", cut=True)
+    ['card declined', 'billing error']
     """
+    lines = output.splitlines()
+    if cut and lines and not output.endswith("\n"):
+        lines = lines[:-1]
     seen = {query.strip().lower()}
     found = []
-    for line in output.splitlines():
+    for line in lines:
         text = re.sub(r"^\s*(?:[-*•]|\d+[.):])\s*", "", line).strip().strip("\"'“”").strip()
         if len(text) >= 3 and text.lower() not in seen:
             seen.add(text.lower())
@@ -249,13 +257,15 @@ def stored_rewrites(path: Path = REWRITES_FILE) -> dict:
 
 
 def recorded_rewrites(record: Mapping, queries: Iterable) -> dict[str, list[str]]:
-    """Query text -> the rewrites `parse_reformulations` reads in the stored output, for each recorded query.
+    """Query text -> the rewrites `parse_reformulations` reads in the stored output, for each recorded query
+    (the last line left out of a reply that stopped at the record's token budget).
 
     Refused, naming the query, if a recorded id is not among `queries` or its text is not the live text.
 
     >>> from ragcourse.groundtruth import Query
     >>> live = [Query("q1/doc", "q1", "doc", "tab width", "", ""), Query("q2/doc", "q2", "doc", "colour", "", "")]
-    >>> recorded_rewrites({"queries": {"q1/doc": {"query": "tab width", "output": "1. tab size\\n2. tab stops"}}}, live)
+    >>> row = {"query": "tab width", "output": "1. tab size\\n2. tab stops\\n3. tab", "new_tokens": 12}
+    >>> recorded_rewrites({"max_new_tokens": 12, "queries": {"q1/doc": row}}, live)
     {'tab width': ['tab size', 'tab stops']}
     """
     live = {q.id: q.text for q in queries}
@@ -265,7 +275,8 @@ def recorded_rewrites(record: Mapping, queries: Iterable) -> dict[str, list[str]
             raise ValueError(f"the stored rewrites hold {qid!r}, which the ground truth no longer has: re-record them")
         if row["query"] != live[qid]:
             raise ValueError(f"{qid}: the stored query text is not the ground truth's: re-record the rewrites")
-        found[row["query"]] = parse_reformulations(row["output"], row["query"])
+        cut = row["new_tokens"] >= record["max_new_tokens"]  # stopped by the budget: its last line is unfinished
+        found[row["query"]] = parse_reformulations(row["output"], row["query"], cut=cut)
     return found
 
 
