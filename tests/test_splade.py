@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from ragcourse import splade
+from ragcourse import models, splade
 from ragcourse.build.models import read_lock
 from ragcourse.chunking import chunk_corpus
 from ragcourse.groundtruth import CONFIRM_FILE, load_questions, queries
@@ -82,13 +82,13 @@ def test_a_stored_run_is_refused_when_chunks_queries_or_shortlists_changed(tmp_p
     path = _toy_run(tmp_path, ["c1", "c2"], {"q1/doc": "how?"}, ["c2", "c1"])
     run = splade.stored_run(["c1", "c2"], {"q1/doc": "how?"}, path)
     splade.check_shortlists(run["development"], {"q1/doc": ["c2", "c1"]})
-    with pytest.raises(splade.StaleRunError, match="other chunks"):
+    with pytest.raises(models.StaleRunError, match="other chunks"):
         splade.stored_run(["c1", "c2 edited"], {"q1/doc": "how?"}, path)
-    with pytest.raises(splade.StaleRunError, match="'q1/doc' differs"):
+    with pytest.raises(models.StaleRunError, match="'q1/doc' differs"):
         splade.stored_run(["c1", "c2"], {"q1/doc": "how now?"}, path)
-    with pytest.raises(splade.StaleRunError, match="'q1/doc' differs"):
+    with pytest.raises(models.StaleRunError, match="'q1/doc' differs"):
         splade.stored_run(["c1", "c2"], {}, path)
-    with pytest.raises(splade.StaleRunError, match="shortlist changed"):
+    with pytest.raises(models.StaleRunError, match="shortlist changed"):
         splade.check_shortlists(run["development"], {"q1/doc": ["c1", "c2"]})
 
 

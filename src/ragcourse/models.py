@@ -51,6 +51,10 @@ class ModelNotFoundError(RuntimeError):
     """A model is not installed locally; the message says what to install."""
 
 
+class StaleRunError(ValueError):
+    """A stored model run was recorded on other chunks, queries, prompts or shortlists than the live ones."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Where a model comes from: a display name and the local path or hub id that loads it."""

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import models, precision
 from .dense import texts_sha256
+from .models import StaleRunError
 from .paths import RESULTS_DIR
 
 #: A text's SPLADE vector: vocabulary id -> weight (> 0); entries of weight 0 are left out.
@@ -122,10 +123,6 @@ class SpladeReranker:
             return np.zeros(0)
         vector = encode([query])[0]
         return np.array([score(vector, p) for p in self.passage_vectors(passages)])
-
-
-class StaleRunError(ValueError):
-    """A stored run was recorded on other chunks, queries or shortlists than the live ones."""
 
 
 def stored_run(chunk_texts: Sequence[str], query_texts: dict[str, str], path: Path | str = RUN_FILE,

@@ -19,16 +19,13 @@ import pandas as pd
 
 from ..dense import texts_sha256
 from ..evaluation import KS, from_ranks
+from ..models import StaleRunError
 from ..paths import RESULTS_DIR
 
 RUN_FILE = RESULTS_DIR / "embedders.json"
 #: The three embedders, the book's own first.
 EMBEDDERS = ("MiniLM", "e5-small", "mpnet")
 STRATEGY = "E"
-
-
-class StaleRunError(ValueError):
-    """The stored run does not belong to these chunks or queries; the message says what differs."""
 
 
 def queries_sha256(queries: Iterable[Any]) -> str:
