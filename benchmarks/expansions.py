@@ -22,7 +22,7 @@ import time
 from ragcourse import expansion, groundtruth, models
 from ragcourse.book import timings
 
-OUT = {"smollm2": expansion.REWRITES_FILE, "qwen": expansion.REWRITES_FILE.with_name("expansions_qwen.json")}
+OUT = {"smollm2": expansion.REWRITES_FILE, "qwen": expansion.QWEN_REWRITES_FILE}
 
 
 def generator(model: str):
@@ -46,8 +46,9 @@ def main() -> None:
     for i, q in enumerate(queries, 1):
         start = time.perf_counter()
         text, tokens = generate(expansion.REWRITE_PROMPT.format(query=q.text))
-        rows[q.id] = {"query": q.text, "output": text, "rewrites": expansion.parse_reformulations(text, q.text),
-                      "new_tokens": tokens, "seconds": round(time.perf_counter() - start, 2)}
+        rewrites = expansion.parse_reformulations(text, q.text, cut=tokens >= expansion.REWRITE_TOKENS)
+        rows[q.id] = {"query": q.text, "output": text, "rewrites": rewrites, "new_tokens": tokens,
+                      "seconds": round(time.perf_counter() - start, 2)}
         print(f"{i}/{len(queries)} {q.id} {tokens} tokens {rows[q.id]['seconds']} s", flush=True)
     record = {"model": name, "prompt": expansion.REWRITE_PROMPT, "max_new_tokens": expansion.REWRITE_TOKENS,
               "subset": args.subset, "threads": models.threads() if args.model == "qwen" else 1,

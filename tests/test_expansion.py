@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ragcourse import expansion as ex
 from ragcourse.bm25 import BM25
 from ragcourse.fusion import rrf
+from ragcourse.groundtruth import Query
 
 TEXTS = [
     "Set the tab width with --tab-width in docutils.conf.",
@@ -139,6 +140,15 @@ def test_parse_reformulations():
     assert len(ex.parse_reformulations("\n".join(f"rewrite {i}" for i in range(9)), "q")) == 5
 
 
+def test_a_reply_cut_by_its_budget_loses_only_its_unfinished_last_line():
+    out = "How do you set the tab width?\n\nWhat sets tab stops?\nHow do you"  # the 1.5B model's shape
+    assert ex.parse_reformulations(out, "tabs", cut=False) == ["How do you set the tab width?", "What sets tab stops?",
+                                                               "How do you"]
+    assert ex.parse_reformulations(out, "tabs", cut=True) == ["How do you set the tab width?", "What sets tab stops?"]
+    assert ex.parse_reformulations(out + "\n", "tabs", cut=True)[-1] == "How do you"  # a newline ended it
+    assert ex.parse_reformulations("one long unfinished line", "tabs", cut=True) == []
+
+
 def test_none_is_the_plain_retriever(retriever):
     x = ex.Expanded(retriever, "none")
     for method in ("dense", "bm25", "hybrid"):
@@ -200,3 +210,28 @@ def test_stored_rewrites_are_refused_when_stale(tmp_path):
     path.write_text(json.dumps({"prompt": ex.REWRITE_PROMPT, "max_new_tokens": ex.REWRITE_TOKENS, "queries": {}}),
                     encoding="utf-8")
     assert ex.stored_rewrites(path)["queries"] == {}
+
+
+def _query(qid, text):
+    return Query(qid, qid.split("/")[0], qid.split("/")[1], text, "needle", "doc")
+
+
+def test_recorded_rewrites_reparse_the_output_and_refuse_other_queries():
+    live = [_query("q1/doc", "tab width"), _query("q1/ticket", "my tabs are wrong")]
+    row = {"query": "my tabs are wrong", "new_tokens": 8, "output": "1. tab stops\n2. tab size", "rewrites": ["stale"]}
+    record = {"max_new_tokens": 9, "queries": {"q1/ticket": row}}
+    assert ex.recorded_rewrites(record, live) == {"my tabs are wrong": ["tab stops", "tab size"]}
+    record["queries"]["q1/ticket"]["new_tokens"] = 9  # stopped by the budget: "tab size" may be unfinished
+    assert ex.recorded_rewrites(record, live) == {"my tabs are wrong": ["tab stops"]}
+    record["queries"]["q1/ticket"]["query"] = "my tabs are wrong!"
+    with pytest.raises(ValueError, match="q1/ticket: the stored query text"):
+        ex.recorded_rewrites(record, live)
+    with pytest.raises(ValueError, match="'q9/doc'"):
+        ex.recorded_rewrites({"queries": {"q9/doc": {"query": "x", "output": ""}}}, live)
+
+
+def test_count_rewrites_by_hand():
+    assert ex.count_rewrites({"a": [], "b": ["x"] * 3, "c": ["x"] * 5, "d": ["x"] * 6}) == (4, 3.5, 2, 1)
+    assert ex.count_rewrites({"a": ["x", "y"]}, low=1, high=2) == (1, 2.0, 1, 0)
+    with pytest.raises(ValueError, match="no queries"):
+        ex.count_rewrites({})

@@ -8,8 +8,9 @@ Three expansions, each a pure function of the query (and, for feedback, of a fir
 - `relevance_model` and `interpolate` are RM3 pseudo-relevance feedback: the terms most probable in
   the top k texts of a first BM25 pass (each text weighted by its score, stopwords left out), mixed
   with the original query by a fixed weight; `feedback_terms` lists the terms it adds.
-- `parse_reformulations` reads the 3-5 rewrites a generator wrote (chapter 10 stores SmolLM2's greedy
-  output and checks it against live generation).
+- `parse_reformulations` reads the 3-5 rewrites a generator wrote (chapter 10 stores SmolLM2's and the
+  1.5B model's greedy output; `recorded_rewrites` re-parses a record after checking its queries are the live
+  ones, `count_rewrites` says how many each query got).
 
 `Expanded` wraps a `pipeline.Retriever` with any of them and keeps its interface (`rank`,
 `rankings`), so expansion composes with hybrid retrieval and with reranking.
@@ -23,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .bm25 import idf, tokenize
 from .fusion import rrf
@@ -39,6 +41,8 @@ REWRITE_PROMPT = ("Rewrite this search query in four different ways, using other
 REWRITE_TOKENS = 48
 #: SmolLM2's stored rewrites, written by `python benchmarks/expansions.py`.
 REWRITES_FILE = RESULTS_DIR / "expansions.json"
+#: The 1.5B model's, under the same prompt and budget: `make rewrites-qwen` (`--model qwen`).
+QWEN_REWRITES_FILE = RESULTS_DIR / "expansions_qwen.json"
 
 _GREETING = re.compile(r"^\s*(?:hi|hello|hey|dear|good (?:morning|afternoon|evening))\b[^.!?\n]{0,40}?[,.!:\n]\s*",
                        re.IGNORECASE)
@@ -217,15 +221,23 @@ def _idf(n_texts: int, df: int) -> float:
     return float(idf(n_texts, df))
 
 
-def parse_reformulations(output: str, query: str, most: int = 5) -> list[str]:
+def parse_reformulations(output: str, query: str, most: int = 5, cut: bool = False) -> list[str]:
     """The generator's rewrites, one per line: numbering and quotes stripped, repeats and the query dropped.
+
+    `cut` says the reply stopped at its token budget: its last line, unless a newline ended it, is unfinished
+    and is not a rewrite.
 
     >>> parse_reformulations('1. "transaction error"\\n2. billing declined\\n- billing declined\\n', "payment failed")
     ['transaction error', 'billing declined']
+    >>> parse_reformulations("card declined\\nbilling error\\nwhy was my", "payment failed", cut=True)
+    ['card declined', 'billing error']
     """
+    lines = output.splitlines()
+    if cut and lines and not output.endswith("\n"):
+        lines = lines[:-1]
     seen = {query.strip().lower()}
     found = []
-    for line in output.splitlines():
+    for line in lines:
         text = re.sub(r"^\s*(?:[-*•]|\d+[.):])\s*", "", line).strip().strip("\"'“”").strip()
         if len(text) >= 3 and text.lower() not in seen:
             seen.add(text.lower())
@@ -242,6 +254,52 @@ def stored_rewrites(path: Path = REWRITES_FILE) -> dict:
         raise ValueError(f"{path} was generated with another prompt or token budget than REWRITE_PROMPT and "
                          f"REWRITE_TOKENS={REWRITE_TOKENS}: re-run `python benchmarks/expansions.py`")
     return record
+
+
+def recorded_rewrites(record: Mapping, queries: Iterable) -> dict[str, list[str]]:
+    """Query text -> the rewrites `parse_reformulations` reads in the stored output, for each recorded query
+    (the last line left out of a reply that stopped at the record's token budget).
+
+    Refused, naming the query, if a recorded id is not among `queries` or its text is not the live text.
+
+    >>> from ragcourse.groundtruth import Query
+    >>> live = [Query("q1/doc", "q1", "doc", "tab width", "", ""), Query("q2/doc", "q2", "doc", "colour", "", "")]
+    >>> row = {"query": "tab width", "output": "1. tab size\\n2. tab stops\\n3. tab", "new_tokens": 12}
+    >>> recorded_rewrites({"max_new_tokens": 12, "queries": {"q1/doc": row}}, live)
+    {'tab width': ['tab size', 'tab stops']}
+    """
+    live = {q.id: q.text for q in queries}
+    found = {}
+    for qid, row in record["queries"].items():
+        if qid not in live:
+            raise ValueError(f"the stored rewrites hold {qid!r}, which the ground truth no longer has: re-record them")
+        if row["query"] != live[qid]:
+            raise ValueError(f"{qid}: the stored query text is not the ground truth's: re-record the rewrites")
+        cut = row["new_tokens"] >= record["max_new_tokens"]  # stopped by the budget: its last line is unfinished
+        found[row["query"]] = parse_reformulations(row["output"], row["query"], cut=cut)
+    return found
+
+
+class RewriteCount(NamedTuple):
+    """Rewrites per query: how many queries, the mean, the queries with `low` to `high` of them, and with none."""
+
+    queries: int
+    mean: float
+    in_range: int
+    zero: int
+
+
+def count_rewrites(rewrites: Mapping[str, Sequence[str]], low: int = 3, high: int = 5) -> RewriteCount:
+    """How many rewrites each query got, summed up (3 to 5 is the field report's range).
+
+    >>> count_rewrites({"a": ["x", "y", "z"], "b": [], "c": ["x", "y", "z", "w"]})
+    RewriteCount(queries=3, mean=2.333333, in_range=2, zero=1)
+    """
+    counts = [len(r) for r in rewrites.values()]
+    if not counts:
+        raise ValueError("no queries: nothing to count")
+    return RewriteCount(len(counts), round(sum(counts) / len(counts), 6), sum(low <= n <= high for n in counts),
+                        sum(n == 0 for n in counts))
 
 
 @dataclass
