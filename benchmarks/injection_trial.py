@@ -27,7 +27,8 @@ import json
 import os
 import platform
 import time
-from pathlib import Path
+
+from qwen_citations import save
 
 from ragcourse import injection, models, pipeline
 from ragcourse.groundtruth import load_questions
@@ -54,13 +55,6 @@ def header(model: str) -> dict:
         return {"generator": models.QWEN_GGUF, "runtime": f"llama.cpp ({models.LLAMA_PACKAGE})",
                 "threads": models.threads(), "example": True}
     return {"generator": models.GENERATOR_GGUF, "threads": 1}
-
-
-def save(path: Path, record: dict) -> None:
-    """Write the record whole (a temporary file, then a rename: a killed run never leaves half a file)."""
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    partial.replace(path)
 
 
 def main() -> None:
