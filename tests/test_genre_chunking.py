@@ -37,6 +37,7 @@ from ragcourse.genre_chunking import (
     semantic_chunk,
     unit_spans,
 )
+from ragcourse.genres import load_genre
 from ragcourse.paths import RESULTS_DIR
 
 # --- a fake embedder: two topics (login, billing) plus a small constant, so no vector is zero ---
@@ -372,10 +373,10 @@ def test_stored_answers_parse_as_stored(stored):
 
 
 def test_stored_prompts_are_rebuilt_from_the_pages(stored, corpus):
-    """The stored prompts are what `llm_break_calls` asks today about the same pages (main corpus only)."""
-    if not stored["source"].startswith("main corpus"):
-        pytest.skip("the trial ran on the wiki genre corpus")
-    docs = {d.id: d for d in corpus}
+    """The stored prompts are what `llm_break_calls` asks today about the same pages, from the corpus it names."""
+    pages = {"main corpus": lambda: corpus, "wiki genre corpus": lambda: load_genre("wiki")}
+    assert stored["source"] in pages, f"{STORED} names an unknown source {stored['source']!r}"
+    docs = {d.id: d for d in pages[stored["source"]]()}
     for trial in stored["trials"]:
         for page in trial["pages"]:
             prompts = [c.prompt for c in llm_break_calls(docs[page["id"]], lambda p: "", template=trial["template"])]
