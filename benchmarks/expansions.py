@@ -25,11 +25,17 @@ from ragcourse.book import timings
 OUT = {"smollm2": expansion.REWRITES_FILE, "qwen": expansion.QWEN_REWRITES_FILE}
 
 
+def qwen(prompt: str) -> tuple[str, int]:
+    """The 1.5B model's rewrites of one query: (text, new tokens), as `models.generate` gives SmolLM2's."""
+    reply = models.generate_qwen(prompt, expansion.REWRITE_TOKENS)
+    return reply.text, reply.new_tokens
+
+
 def generator(model: str):
     """(model file, prompt -> (text, new tokens)) for `model`, loaded once."""
     if model == "qwen":
         models.load_qwen_llama()
-        return models.QWEN_GGUF, lambda prompt: tuple(models.generate_qwen(prompt, expansion.REWRITE_TOKENS))[::2]
+        return models.QWEN_GGUF, qwen
     with contextlib.redirect_stderr(io.StringIO()):
         models.load_generator()
     return models.GENERATOR_GGUF, lambda prompt: models.generate(prompt, expansion.REWRITE_TOKENS)

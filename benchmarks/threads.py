@@ -2,8 +2,9 @@
 
 SmolLM2-135M (chapter 7's generator) writes a fixed number of new tokens for one grounded prompt, greedily, on
 1 and on 2 torch threads, first with nothing else asking for the CPU, then beside BUSY processes that each keep
-one core busy (a pure-Python loop, the same priority) as another user's job would. Each condition runs REPEATS
-times and keeps the fastest (the book's latency protocol); the load average before each condition is stored.
+one core busy (a pure-Python loop, the same priority) as another user's job would. Each condition is timed by
+the book's latency protocol (`evaluation.latency_ms`: a warm-up, then the fastest of REPEATS runs); the load
+average before each condition is stored.
 The record, benchmarks/results/threads.json, is what chapter 7's lab reads to explain why every recorded model
 run in this book uses one thread (`RAGCOURSE_THREADS`, default 1).
 
@@ -23,22 +24,22 @@ import time
 from ragcourse import models, pipeline
 from ragcourse.book.timings import machine
 from ragcourse.citations import build_context
+from ragcourse.evaluation import REPEATS, latency_ms
 from ragcourse.groundtruth import load_questions
 from ragcourse.paths import RESULTS_DIR
 
 OUT = RESULTS_DIR / "threads.json"
-NEW_TOKENS, REPEATS = 40, 3
+NEW_TOKENS = 40
 THREADS, BUSY = (1, 2), (0, 1)
 
 
 def tokens_per_s(prompt: str, threads: int) -> tuple[float, int]:
-    """The fastest of REPEATS greedy generations: new tokens per second, and the new tokens written."""
-    best, written = float("inf"), 0
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        _, written = models.generate(prompt, max_new_tokens=NEW_TOKENS, threads=threads)
-        best = min(best, time.perf_counter() - started)
-    return round(written / best, 1), written
+    """New tokens per second by the book's latency protocol (`evaluation.latency_ms`), and the tokens written."""
+    def write(text: str) -> int:
+        return models.generate(text, max_new_tokens=NEW_TOKENS, threads=threads)[1]
+
+    written = write(prompt)  # greedy: every run writes these same tokens
+    return round(written / (latency_ms(write, [prompt], REPEATS) / 1000), 1), written
 
 
 @contextlib.contextmanager
@@ -60,7 +61,6 @@ def main() -> None:
     prompt = build_context(question.question, hits).prompt
     with contextlib.redirect_stderr(io.StringIO()):
         models.load_generator()
-    models.generate(prompt, max_new_tokens=4)  # warm-up
     rows = []
     for competing in BUSY:
         for threads in THREADS:
